@@ -1,0 +1,114 @@
+"""Load the curated catalogue (YAML) into model objects; every complaint names the file and line.
+
+zotsync never rewrites this file wholesale: it is the curator's, comments and all.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .errors import CatalogError, ConfigError
+from .model import Catalogue, CatalogueEntry, Category, Link
+from .yamlio import line_of, load_yaml, where
+
+TOP_KEYS = ("title", "description", "categories")
+CATEGORY_KEYS = ("name", "entries")
+ENTRY_KEYS = ("title", "venue", "status", "why", "noted", "links", "zotero_key", "doi", "arxiv", "url")
+ZOTERO_KEY = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
+
+
+def load_catalogue(path: Path) -> Catalogue:
+    try:
+        raw = load_yaml(path, "catalogue")
+    except ConfigError as exc:
+        raise CatalogError(str(exc)) from None
+    return parse_catalogue(raw, path)
+
+
+def parse_catalogue(raw: Any, path: Path) -> Catalogue:
+    if raw is None:
+        return Catalogue()
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{path}: the catalogue must be a mapping with 'title' and 'categories'")
+    _only(raw, TOP_KEYS, path, "catalogue")
+    categories_raw = raw.get("categories") or []
+    if not isinstance(categories_raw, list):
+        raise CatalogError(f"{where(path, raw, 'categories')}: 'categories' must be a list")
+    categories: list[Category] = []
+    seen: set[str] = set()
+    for category_raw in categories_raw:
+        if not isinstance(category_raw, dict):
+            raise CatalogError(f"{where(path, raw, 'categories')}: each category must be a mapping")
+        _only(category_raw, CATEGORY_KEYS, path, "category")
+        name = _text(category_raw, "name", path).strip()
+        if not name:
+            raise CatalogError(f"{where(path, category_raw)}: category without a name")
+        if name in seen:
+            raise CatalogError(f"{where(path, category_raw, 'name')}: category '{name}' appears twice")
+        seen.add(name)
+        entries_raw = category_raw.get("entries") or []
+        if not isinstance(entries_raw, list):
+            raise CatalogError(f"{where(path, category_raw, 'entries')}: 'entries' must be a list")
+        entries = tuple(_entry(e, name, path, category_raw) for e in entries_raw)
+        categories.append(Category(name, entries))
+    return Catalogue(
+        title=_text(raw, "title", path),
+        description=_text(raw, "description", path),
+        categories=tuple(categories),
+    )
+
+
+def _entry(raw: Any, category: str, path: Path, parent: Any) -> CatalogueEntry:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where(path, parent, 'entries')}: each entry must be a mapping, got {raw!r:.40}")
+    _only(raw, ENTRY_KEYS, path, "entry")
+    title = _text(raw, "title", path).strip()
+    if not title:
+        raise CatalogError(f"{where(path, raw)}: entry without a title in category '{category}'")
+    status = raw.get("status")
+    if status not in (None, "read", "unread"):
+        raise CatalogError(f"{where(path, raw, 'status')}: status must be read or unread, not {status!r}")
+    noted = raw.get("noted", False)
+    if not isinstance(noted, bool):
+        raise CatalogError(f"{where(path, raw, 'noted')}: noted must be true or false")
+    links_raw = raw.get("links") or {}
+    if not isinstance(links_raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in links_raw.items()
+    ):
+        raise CatalogError(f"{where(path, raw, 'links')}: links must map labels to URLs")
+    key = _text(raw, "zotero_key", path).strip()
+    if key and not ZOTERO_KEY.match(key):
+        raise CatalogError(f"{where(path, raw, 'zotero_key')}: '{key}' is not a Zotero item key")
+    return CatalogueEntry(
+        category=category,
+        title=title,
+        venue=_text(raw, "venue", path).strip(),
+        status=status,
+        why=_text(raw, "why", path).strip(),
+        noted=noted,
+        links=tuple(Link(label, url) for label, url in links_raw.items()),
+        zotero_key=key,
+        doi=_text(raw, "doi", path).strip(),
+        arxiv=_text(raw, "arxiv", path).strip(),
+        url=_text(raw, "url", path).strip(),
+        line=line_of(raw),
+    )
+
+
+def _only(raw: dict[str, Any], allowed: tuple[str, ...], path: Path, what: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise CatalogError(
+                f"{where(path, raw, key)}: unknown {what} key '{key}' (expected one of {', '.join(allowed)})"
+            )
+
+
+def _text(raw: dict[str, Any], key: str, path: Path) -> str:
+    value = raw.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise CatalogError(f"{where(path, raw, key)}: '{key}' must be text")
+    return str(value)

@@ -1,0 +1,180 @@
+"""The command line: parse options, load config, call the app, map errors to exit codes. No logic."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import __version__, app
+from .config import Config, load_config, resolve_path
+from .errors import ZotsyncError
+from .export import write_atomically
+
+log = logging.getLogger("zotsync")
+
+
+# Secrets seen in this run: whatever zotsync prints passes through `redact`, so an API key that slipped
+# into an exception or a log line (belt and braces: none should) is still not shown.
+_secrets: set[str] = set()
+
+
+def redact(text: str) -> str:
+    for secret in _secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+class _Redact(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage()), ()
+        return True
+
+
+class _State:
+    def __init__(self, config_path: str | None, verbose: bool, quiet: bool) -> None:
+        self.config_path = config_path
+        self.verbose = verbose
+        self.quiet = quiet
+        self._config: Config | None = None
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(resolve_path(self.config_path))
+            if self._config.source.api_key:
+                _secrets.add(self._config.source.api_key)
+        return self._config
+
+    def say(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(message, err=True)
+
+
+pass_state = click.make_pass_decorator(_State)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    "config_path",
+    metavar="PATH",
+    help="Config file (default: $ZOTSYNC_CONFIG, else ./config/zotsync.yaml).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log each step, and show tracebacks on errors.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.version_option(__version__, prog_name="zotsync")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool) -> None:
+    """Keep a curated reading list in sync with a Zotero library."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("zotsync: %(message)s"))
+    handler.addFilter(_Redact())
+    log.handlers = [handler]
+    log.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    ctx.obj = _State(config_path, verbose, quiet)
+
+
+@cli.command("pull")
+@click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@pass_state
+def pull_command(state: _State, full: bool) -> None:
+    """Bring the local store up to date with the Zotero source."""
+    state.say(app.run_pull(state.config, full=full).summary())
+
+
+@cli.command("export")
+@click.option("--format", "fmt", type=click.Choice(["md", "csv"]), required=True, help="Output format.")
+@click.option(
+    "--output", metavar="PATH|-", help="Where to write (default: <exports.dir>/catalog.<ext>; - is stdout)."
+)
+@pass_state
+def export_command(state: _State, fmt: str, output: str | None) -> None:
+    """Write the merged catalogue as Markdown or CSV."""
+    text = app.render(state.config, fmt)
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    path = app.default_output(state.config, fmt) if output is None else Path(output)
+    wrote = write_atomically(path, text)
+    state.say(f"{'wrote' if wrote else 'unchanged'} {path}")
+
+
+@cli.command("sync")
+@pass_state
+def sync_command(state: _State) -> None:
+    """Pull, then export every format in exports.formats (safe to run from cron)."""
+    report, written = app.run_sync(state.config)
+    state.say(report.summary())
+    for path, wrote in written:
+        state.say(f"{'wrote' if wrote else 'unchanged'} {path}")
+
+
+@cli.command("status")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@pass_state
+def status_command(state: _State, fmt: str) -> None:
+    """Counts, last sync, and the reconciliation problems a curator should look at."""
+    report = app.status(state.config)
+    if fmt == "json":
+        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        click.echo(format_status(report))
+
+
+def format_status(report: dict[str, Any]) -> str:
+    lib, cat = report["library"], report["catalogue"]
+    lines = [
+        f"library: version {lib['version']}, last sync {lib['last_sync_at']}; {lib['items']} items "
+        f"({lib['trashed']} in the trash), {lib['collections']} collections",
+        f"catalogue: {cat['entries']} entries in {cat['categories']} categories; read {cat['read']}, "
+        f"unread {cat['unread']}; {cat['matched']} of the curated papers matched in Zotero",
+    ]
+    sections = (
+        ("unmatched curated entries", report["unmatched"], lambda u: f"{u['title']} ({u['reason']})"),
+        (
+            "ambiguous matches",
+            report["ambiguous"],
+            lambda a: f"{' | '.join(a['titles'])} ↔ {', '.join(a['zotero_keys'])} (by {a['rule']})",
+        ),
+        (
+            "status disagreements",
+            report["status_conflicts"],
+            lambda s: f"{s['title']}: curated {s['curated']}, Zotero {s['zotero']}",
+        ),
+    )
+    for heading, rows, show in sections:
+        lines.append(f"{heading}: {len(rows)}")
+        lines += [f"  - {show(row)}" for row in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    verbose = "-v" in args or "--verbose" in args
+    if os.environ.get("ZOTERO_API_KEY"):
+        _secrets.add(os.environ["ZOTERO_API_KEY"])
+    try:
+        result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except ZotsyncError as exc:
+        return _fail(str(exc), exc.exit_code, verbose)
+    except click.exceptions.Abort:
+        return _fail("interrupted", 130, False)
+    except click.ClickException as exc:
+        return _fail(exc.format_message(), exc.exit_code, False)
+    except Exception as exc:  # a bug: still one line, the traceback only when asked for
+        return _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+
+
+def _fail(message: str, code: int, verbose: bool) -> int:
+    if verbose:
+        click.echo(redact(traceback.format_exc()), err=True, nl=False)
+    click.echo(redact(f"zotsync: error: {message}"), err=True)
+    return code

@@ -1,0 +1,181 @@
+"""Typed configuration: the YAML file, then environment overrides, validated into one clear message."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .yamlio import load_yaml, where
+
+DEFAULT_PATH = Path("config/zotsync.yaml")
+SOURCE_TYPES = ("snapshot", "web", "local")
+FORMATS = ("md", "csv")
+DEFAULT_READ_TAGS = ("status/read", "_read", "✅")
+
+ENV_OVERRIDES = {
+    "ZOTERO_API_KEY": "api_key",
+    "ZOTERO_LIBRARY_ID": "library_id",
+    "ZOTERO_LIBRARY_TYPE": "library_type",
+    "ZOTERO_API_BASE": "base_url",
+}
+
+# Every key the file may hold; anything else is a typo the user should hear about.
+SCHEMA: dict[str, Any] = {
+    "source": {
+        "type": None,
+        "path": None,
+        "library_type": None,
+        "library_id": None,
+        "api_key": None,
+        "base_url": None,
+    },
+    "catalog": None,
+    "store": None,
+    "exports": {"dir": None, "formats": None, "archive_link": None},
+    "reconcile": {"read_tags": None},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceConfig:
+    type: str = "snapshot"
+    path: Path | None = None
+    library_type: str = "user"
+    library_id: str = ""
+    api_key: str = field(default="", repr=False)  # never shown, not even in a repr
+    base_url: str = "https://api.zotero.org"
+
+
+@dataclass(frozen=True, slots=True)
+class ExportsConfig:
+    dir: Path
+    formats: tuple[str, ...] = FORMATS
+    archive_link: str = ""  # template for the 归档标签 link of rows without curated links; {key} = item key
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileConfig:
+    read_tags: tuple[str, ...] = DEFAULT_READ_TAGS
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    path: Path
+    source: SourceConfig
+    catalog: Path
+    store: Path
+    exports: ExportsConfig
+    reconcile: ReconcileConfig = ReconcileConfig()
+
+
+def resolve_path(explicit: str | None) -> Path:
+    return Path(explicit or os.environ.get("ZOTSYNC_CONFIG") or DEFAULT_PATH)
+
+
+def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
+    raw = load_yaml(path, "config file")
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the config must be a mapping of keys")
+    _check_keys(path, raw, SCHEMA, "")
+    return _build(path, raw, os.environ if environ is None else environ)
+
+
+def _check_keys(path: Path, raw: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -> None:
+    for key, value in raw.items():
+        name = f"{prefix}{key}"
+        if key not in schema:
+            raise ConfigError(f"{where(path, raw, key)}: unknown config key '{name}'")
+        if isinstance(schema[key], dict):
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where(path, raw, key)}: config key '{name}' must be a mapping")
+            _check_keys(path, value, schema[key], name + ".")
+
+
+def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Config:
+    base = path.parent
+
+    def text(section: Mapping[str, Any], key: str, name: str, default: str = "") -> str:
+        value = section.get(key, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ConfigError(f"{where(path, section, key)}: config key '{name}' must be a string")
+        return str(value)
+
+    def local(value: str) -> Path:
+        return (base / Path(value).expanduser()).resolve() if value else base
+
+    src = raw.get("source") or {}
+    values = {key: text(src, key, f"source.{key}") for key in SCHEMA["source"]}
+    for variable, key in ENV_OVERRIDES.items():
+        if environ.get(variable):
+            values[key] = environ[variable]
+    kind = values["type"] or "snapshot"
+    if kind not in SOURCE_TYPES:
+        raise ConfigError(
+            f"{where(path, src, 'type')}: config key 'source.type' must be one of "
+            f"{', '.join(SOURCE_TYPES)}, not '{kind}'"
+        )
+    library_type = values["library_type"] or "user"
+    if library_type not in ("user", "group"):
+        raise ConfigError(
+            f"{path}: config key 'source.library_type' must be user or group, not '{library_type}'"
+        )
+    if kind in ("snapshot", "local") and not values["path"]:
+        raise ConfigError(f"{path}: source.type {kind} needs config key 'source.path'")
+    if kind == "web" and not values["library_id"].isdigit():
+        raise ConfigError(
+            f"{path}: source.type web needs a numeric 'source.library_id' (or ZOTERO_LIBRARY_ID)"
+        )
+    source = SourceConfig(
+        type=kind,
+        path=local(values["path"]) if values["path"] else None,
+        library_type=library_type,
+        library_id=values["library_id"],
+        api_key=values["api_key"],
+        base_url=(values["base_url"] or SourceConfig.base_url).rstrip("/"),
+    )
+
+    catalog = text(raw, "catalog", "catalog")
+    if not catalog:
+        raise ConfigError(f"{path}: missing config key 'catalog' (the curated catalogue YAML)")
+
+    exports_raw = raw.get("exports") or {}
+    formats = exports_raw.get("formats", list(FORMATS))
+    if isinstance(formats, str):
+        formats = [formats]
+    if not isinstance(formats, list) or any(f not in FORMATS for f in formats):
+        raise ConfigError(
+            f"{where(path, exports_raw, 'formats')}: config key 'exports.formats' must list some of "
+            f"{', '.join(FORMATS)}"
+        )
+    exports = ExportsConfig(
+        dir=local(text(exports_raw, "dir", "exports.dir", "exports")),
+        formats=tuple(dict.fromkeys(formats)),
+        archive_link=text(exports_raw, "archive_link", "exports.archive_link"),
+    )
+
+    reconcile_raw = raw.get("reconcile") or {}
+    read_tags = reconcile_raw.get("read_tags", list(DEFAULT_READ_TAGS))
+    if not isinstance(read_tags, list) or not all(isinstance(t, str) for t in read_tags):
+        raise ConfigError(
+            f"{where(path, reconcile_raw, 'read_tags')}: config key 'reconcile.read_tags' "
+            "must be a list of tag names"
+        )
+
+    return Config(
+        path=path,
+        source=source,
+        catalog=local(catalog),
+        store=local(text(raw, "store", "store", ".zotsync/zotsync.sqlite")),
+        exports=exports,
+        reconcile=ReconcileConfig(read_tags=tuple(read_tags)),
+    )

@@ -1,0 +1,31 @@
+"""One error base; each subclass carries the exit code the CLI maps it to."""
+
+from __future__ import annotations
+
+
+class ZotsyncError(Exception):
+    """A failure the user can act on; its message is the one line printed on stderr."""
+
+    exit_code = 1
+
+
+class ConfigError(ZotsyncError):
+    """Usage or configuration problem: bad key, malformed YAML, missing file or credentials."""
+
+    exit_code = 2
+
+
+class CatalogError(ConfigError):
+    """The curated catalogue cannot be read or does not follow its schema."""
+
+
+class SourceError(ZotsyncError):
+    """The Zotero source failed (HTTP, unreadable snapshot or database) after any retries."""
+
+
+class StoreError(ZotsyncError):
+    """The local SQLite store is unusable, or another run holds its lock."""
+
+
+class ExportError(ZotsyncError):
+    """An export could not be written."""

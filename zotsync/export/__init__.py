@@ -1,0 +1,51 @@
+"""Exporters: each renders the page rows to text; writing is shared, atomic and byte-stable."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ExportError
+from ..model import Placement
+from .csv import render_csv
+from .markdown import render_markdown
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    title: str
+    description: str
+    rows: Sequence[Placement]
+
+
+Renderer = Callable[[Page], str]
+RENDERERS: dict[str, Renderer] = {
+    "md": lambda page: render_markdown(page.title, page.description, page.rows),
+    "csv": lambda page: render_csv(page.rows),
+}
+
+
+def write_atomically(path: Path, text: str) -> bool:
+    """Replace `path` in one rename so a killed run never leaves half a file; skip identical content
+    so an unchanged catalogue keeps its file (and its mtime) untouched. Returns whether it wrote."""
+    data = text.encode("utf-8")
+    try:
+        if path.exists() and path.read_bytes() == data:
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return True

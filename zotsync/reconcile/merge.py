@@ -1,0 +1,157 @@
+"""Merge matched curated entries with Zotero items into page rows, in page order.
+
+Field owners: the curator owns category, status, why, note marker, links and a venue override; Zotero
+owns title, authors, date, DOI, URL, tags, collections and attachments. A curated field left empty is
+filled from Zotero.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status, extra_field
+from . import normalize
+from .match import MatchResult, match
+from .venue import derive_venue
+
+UNFILED = "Unfiled"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    read_tags: tuple[str, ...] = ()
+    archive_link: str = ""  # template for a 归档标签 link; {key} is the item key
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    placements: tuple[Placement, ...]
+    matches: MatchResult
+    status_conflicts: tuple[tuple[str, Status, Status], ...]  # (title, curated, Zotero)
+
+
+def reconcile(catalogue: Catalogue, library: Library, options: Options = Options()) -> Reconciliation:
+    matches = match(catalogue.entries, library.items)
+    children: dict[str, list[Item]] = defaultdict(list)
+    for item in library.items:
+        if item.parent_key and not item.deleted:
+            children[item.parent_key].append(item)
+    paths = library.collection_paths()
+    row = _RowBuilder(options, children, paths)
+
+    rows: dict[str, list[Placement]] = {c.name: [] for c in catalogue.categories}
+    conflicts: list[tuple[str, Status, Status]] = []
+    for entry in catalogue.entries:
+        item = matches.item_for(entry)
+        placement = row.curated(entry, item)
+        rows[entry.category].append(placement)
+        if item and entry.status and (zotero := row.zotero_status(item)) and zotero != entry.status:
+            conflicts.append((placement.title, entry.status, zotero))
+
+    claimed = {item.key for item in matches.by_title.values()}
+    uncurated: dict[str, list[Placement]] = defaultdict(list)
+    for item in library.items:
+        if not item.is_regular or item.deleted or item.key in claimed:
+            continue
+        for category in [paths[c] for c in item.collections if c in paths] or [UNFILED]:
+            uncurated[category].append(row.uncurated(item, category))
+
+    ordered: list[Placement] = []
+    for category in list(rows) + sorted(set(uncurated) - set(rows)):
+        ordered += rows.get(category, [])
+        ordered += sorted(uncurated.get(category, []), key=lambda p: (normalize.title(p.title), p.zotero_key))
+    return Reconciliation(tuple(ordered), matches, tuple(dict.fromkeys(conflicts)))
+
+
+@dataclass(frozen=True, slots=True)
+class _RowBuilder:
+    options: Options
+    children: dict[str, list[Item]]
+    paths: dict[str, str]
+
+    def curated(self, entry: CatalogueEntry, item: Item | None) -> Placement:
+        if item is None:
+            return Placement(
+                category=entry.category,
+                status=entry.status or "unread",
+                title=entry.title,
+                venue=entry.venue,
+                year="",
+                why=entry.why,
+                authors=(),
+                doi=entry.doi,
+                url=entry.url,
+                noted=entry.noted,
+                links=entry.links,
+                zotero_key="",
+                tags=(),
+                collections=(),
+                curated=True,
+            )
+        base = self.uncurated(item, entry.category)
+        return Placement(
+            category=entry.category,
+            status=entry.status or base.status,
+            title=base.title,
+            venue=entry.venue or base.venue,
+            year=base.year,
+            why=entry.why,
+            authors=base.authors,
+            doi=base.doi or entry.doi,
+            url=base.url or entry.url,
+            noted=entry.noted,
+            links=entry.links or base.links,
+            zotero_key=base.zotero_key,
+            tags=base.tags,
+            collections=base.collections,
+            curated=True,
+        )
+
+    def uncurated(self, item: Item, category: str) -> Placement:
+        read_tags = set(self.options.read_tags)
+        return Placement(
+            category=category,
+            status=self.zotero_status(item) or "unread",
+            title=item.title,
+            venue=derive_venue(item),
+            year=item.year,
+            why="",
+            authors=tuple(c.display for c in item.creators if c.display),
+            doi=item.doi,
+            url=item.url,
+            noted=False,
+            links=self.links(item),
+            zotero_key=item.key,
+            tags=tuple(t.name for t in item.tags if t.name not in read_tags),
+            collections=tuple(self.paths[c] for c in item.collections if c in self.paths),
+            curated=False,
+        )
+
+    def zotero_status(self, item: Item) -> Status | None:
+        """Read when tagged with a configured read tag or marked Read by the Reading List plugin."""
+        if any(t.name in self.options.read_tags for t in item.tags):
+            return "read"
+        return "read" if extra_field(item, "Read_Status").casefold() == "read" else None
+
+    def links(self, item: Item) -> tuple[Link, ...]:
+        links: list[Link] = []
+        if paper := item.url or (f"https://doi.org/{item.doi}" if item.doi else ""):
+            links.append(Link("Paper", paper))
+        library = "library" if item.library_type != "group" else f"groups/{item.library_id}"
+        pdfs = sorted(
+            (c for c in self.children.get(item.key, ()) if c.is_pdf),
+            key=lambda c: (c.get("dateAdded"), c.key),
+        )
+        for number, pdf in enumerate(pdfs, start=1):
+            target = pdf.url if pdf.get("linkMode") == "linked_url" else ""
+            links.append(
+                Link(
+                    "PDF" if number == 1 else f"PDF{number}",
+                    target or f"zotero://open-pdf/{library}/items/{pdf.key}",
+                )
+            )
+        links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}"))
+        if self.options.archive_link:
+            links.append(Link("归档标签", self.options.archive_link.replace("{key}", item.key)))
+        return tuple(links)

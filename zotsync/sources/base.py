@@ -1,0 +1,38 @@
+"""What every Zotero source provides: the changes since a library version, as model objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from ..model import Collection, Item
+from ..store import Changes
+
+
+class Source(Protocol):
+    @property
+    def id(self) -> str:
+        """Names the library; a store filled from another library is rebuilt from scratch."""
+        ...
+
+    def changes(self, since: int | None) -> Changes | None:
+        """Everything changed after library version `since` (all of it when None); None when nothing
+        changed. Raises SourceError (exit 1) or ConfigError (exit 2) with one clear line."""
+        ...
+
+
+def is_collection(obj: Mapping[str, Any]) -> bool:
+    data = obj.get("data", obj)
+    return "name" in data and "parentCollection" in data
+
+
+def split_objects(objects: Iterable[Mapping[str, Any]]) -> tuple[list[Item], list[Collection]]:
+    """API JSON objects (items and collections mixed) → model objects."""
+    items: list[Item] = []
+    collections: list[Collection] = []
+    for obj in objects:
+        if is_collection(obj):
+            collections.append(Collection.from_api(obj))
+        else:
+            items.append(Item.from_api(obj))
+    return items, collections

@@ -1,0 +1,342 @@
+"""The local SQLite store: the only module that speaks SQL.
+
+A pull lands in one transaction (`apply`), so a killed process leaves the previous consistent state and
+the library version advances only together with the data it describes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .errors import StoreError
+from .model import Collection, Creator, Item, Library, Tag
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the library mirror and its sync state
+    """
+    CREATE TABLE sync_state (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE collections (
+        key TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        parent_key TEXT
+    );
+    CREATE TABLE items (
+        key TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        item_type TEXT NOT NULL,
+        parent_key TEXT,
+        title TEXT NOT NULL,
+        deleted INTEGER NOT NULL DEFAULT 0,
+        creators TEXT NOT NULL,   -- JSON list, in Zotero order
+        fields TEXT NOT NULL      -- JSON object: every other data field verbatim
+    );
+    CREATE INDEX items_parent ON items (parent_key);
+    CREATE TABLE item_tags (
+        item_key TEXT NOT NULL REFERENCES items (key) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        tag TEXT NOT NULL,
+        type INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (item_key, position)
+    );
+    CREATE INDEX item_tags_tag ON item_tags (tag);
+    CREATE TABLE item_collections (
+        item_key TEXT NOT NULL REFERENCES items (key) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        collection_key TEXT NOT NULL,
+        PRIMARY KEY (item_key, position)
+    );
+    CREATE INDEX item_collections_collection ON item_collections (collection_key);
+    """,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What a source reports for one pull: upserts, deletions, and the version they bring us to.
+
+    `complete` means the upserts are the whole library, so anything else in the store is gone.
+    """
+
+    library_version: int
+    items: tuple[Item, ...] = ()
+    collections: tuple[Collection, ...] = ()
+    deleted_items: frozenset[str] = frozenset()
+    deleted_collections: frozenset[str] = frozenset()
+    complete: bool = False
+    library_type: str = "user"
+    library_id: str = ""
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    items_added: int = 0
+    items_updated: int = 0
+    items_removed: int = 0
+    collections_changed: int = 0
+    collections_removed: int = 0
+    removed_keys: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(
+            (
+                self.items_added,
+                self.items_updated,
+                self.items_removed,
+                self.collections_changed,
+                self.collections_removed,
+            )
+        )
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None)
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the store {path}: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot create the store {path}: {exc.strerror}") from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- schema ---------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        db = self._db
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
+        if applied and max(applied) > len(MIGRATIONS):
+            raise StoreError(f"the store {self.path} was written by a newer zotsync (schema {max(applied)})")
+        for number, script in enumerate(MIGRATIONS, start=1):
+            if number in applied:
+                continue
+            with self._transaction():
+                for statement in filter(str.strip, script.split(";")):
+                    db.execute(statement)
+                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
+
+    @property
+    def schema_version(self) -> int:
+        return self._db.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- sync state -----------------------------------------------------------------------------
+    def state(self, name: str) -> str | None:
+        row = self._db.execute("SELECT value FROM sync_state WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    @property
+    def library_version(self) -> int | None:
+        value = self.state("library_version")
+        return int(value) if value is not None else None
+
+    def item_versions(self) -> dict[str, int]:
+        return dict(self._db.execute("SELECT key, version FROM items"))
+
+    def collection_versions(self) -> dict[str, int]:
+        return dict(self._db.execute("SELECT key, version FROM collections"))
+
+    # -- writing --------------------------------------------------------------------------------
+    def apply(self, changes: Changes, source_id: str) -> ApplyResult:
+        """Land one pull atomically; a source other than the store's own replaces the store's content."""
+        result = ApplyResult()
+        with self._transaction() as db:
+            if self.state("source") not in (None, source_id):
+                db.execute("DELETE FROM items")
+                db.execute("DELETE FROM collections")
+            known = self.item_versions()
+            known_collections = self.collection_versions()
+
+            incoming_collections = {c.key for c in changes.collections}
+            gone_collections = set(changes.deleted_collections) - incoming_collections
+            if changes.complete:
+                gone_collections |= set(known_collections) - incoming_collections
+            gone_collections = _with_descendants(db, gone_collections) - incoming_collections
+            for key in gone_collections & set(known_collections):
+                db.execute("DELETE FROM collections WHERE key = ?", (key,))
+                result.collections_removed += 1
+            db.executemany(
+                "DELETE FROM item_collections WHERE collection_key = ?", ((k,) for k in gone_collections)
+            )
+            for collection in changes.collections:
+                if known_collections.get(collection.key) == collection.version:
+                    continue
+                db.execute(
+                    "INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)",
+                    (collection.key, collection.version, collection.name, collection.parent_key),
+                )
+                result.collections_changed += 1
+
+            incoming = {i.key for i in changes.items}
+            gone = set(changes.deleted_items) - incoming
+            if changes.complete:
+                gone |= set(known) - incoming
+            for key in sorted(gone & set(known)):
+                db.execute("DELETE FROM items WHERE key = ?", (key,))
+                result.items_removed += 1
+                result.removed_keys.append(key)
+            for item in changes.items:
+                if known.get(item.key) == item.version:
+                    continue
+                _write_item(db, item)
+                if item.key in known:
+                    result.items_updated += 1
+                else:
+                    result.items_added += 1
+
+            for name, value in (
+                ("library_version", str(changes.library_version)),
+                ("library_type", changes.library_type),
+                ("library_id", changes.library_id),
+                ("source", source_id),
+                ("last_sync_at", _now()),
+            ):
+                db.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (name, value))
+        return result
+
+    def touch(self) -> None:
+        """Record a pull that found nothing new."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO sync_state VALUES ('last_sync_at', ?)", (_now(),))
+
+    # -- reading --------------------------------------------------------------------------------
+    def load(self) -> Library:
+        db = self._db
+        tags: dict[str, list[Tag]] = {}
+        for key, tag, kind in db.execute(
+            "SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"
+        ):
+            tags.setdefault(key, []).append(Tag(tag, kind))
+        memberships: dict[str, list[str]] = {}
+        for key, collection in db.execute(
+            "SELECT item_key, collection_key FROM item_collections ORDER BY item_key, position"
+        ):
+            memberships.setdefault(key, []).append(collection)
+        library_type = self.state("library_type") or "user"
+        library_id = self.state("library_id") or ""
+        items = tuple(
+            Item(
+                key=key,
+                version=version,
+                item_type=item_type,
+                title=title,
+                creators=tuple(Creator(**c) for c in json.loads(creators)),
+                tags=tuple(tags.get(key, ())),
+                collections=tuple(memberships.get(key, ())),
+                parent_key=parent_key,
+                deleted=bool(deleted),
+                library_type=library_type,
+                library_id=library_id,
+                fields=json.loads(fields),
+            )
+            for key, version, item_type, parent_key, title, deleted, creators, fields in db.execute(
+                "SELECT key, version, item_type, parent_key, title, deleted, creators, fields FROM items"
+                " ORDER BY key"
+            )
+        )
+        collections = tuple(
+            Collection(key, version, name, parent_key)
+            for key, version, name, parent_key in db.execute(
+                "SELECT key, version, name, parent_key FROM collections ORDER BY key"
+            )
+        )
+        return Library(items, collections, self.library_version, library_type, library_id)
+
+
+def _write_item(db: sqlite3.Connection, item: Item) -> None:
+    creators = [
+        {"creator_type": c.creator_type, "last_name": c.last_name, "first_name": c.first_name, "name": c.name}
+        for c in item.creators
+    ]
+    # DELETE first so the cascade clears tags and memberships that the new version no longer has.
+    db.execute("DELETE FROM items WHERE key = ?", (item.key,))
+    db.execute(
+        "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            item.key,
+            item.version,
+            item.item_type,
+            item.parent_key,
+            item.title,
+            int(item.deleted),
+            json.dumps(creators, ensure_ascii=False),
+            json.dumps(dict(item.fields), ensure_ascii=False, sort_keys=True),
+        ),
+    )
+    db.executemany(
+        "INSERT INTO item_tags VALUES (?, ?, ?, ?)",
+        ((item.key, n, t.name, t.type) for n, t in enumerate(item.tags)),
+    )
+    db.executemany(
+        "INSERT INTO item_collections VALUES (?, ?, ?)",
+        ((item.key, n, c) for n, c in enumerate(item.collections)),
+    )
+
+
+def _with_descendants(db: sqlite3.Connection, keys: Iterable[str]) -> set[str]:
+    """Deleting a collection deletes its subcollections too."""
+    result = set(keys)
+    frontier = list(result)
+    while frontier:
+        rows = db.execute(
+            f"SELECT key FROM collections WHERE parent_key IN ({','.join('?' * len(frontier))})", frontier
+        ).fetchall()
+        frontier = [key for (key,) in rows if key not in result]
+        result.update(frontier)
+    return result
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@contextlib.contextmanager
+def exclusive_lock(store_path: Path) -> Iterator[None]:
+    """One writer at a time: a second run (two cron jobs overlapping) fails at once instead of waiting."""
+    lock_path = store_path.with_name(store_path.name + ".lock")
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreError(f"another zotsync run holds the lock {lock_path}") from None
+        yield
+    finally:
+        os.close(handle)
