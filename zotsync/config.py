@@ -14,6 +14,7 @@ from .yamlio import load_yaml, where
 DEFAULT_PATH = Path("config/zotsync.yaml")
 SOURCE_TYPES = ("snapshot", "web", "local")
 FORMATS = ("md", "csv")
+DEFAULT_BASE_URL = "https://api.zotero.org"
 DEFAULT_READ_TAGS = ("status/read", "_read", "✅")
 
 ENV_OVERRIDES = {
@@ -47,7 +48,7 @@ class SourceConfig:
     library_type: str = "user"
     library_id: str = ""
     api_key: str = field(default="", repr=False)  # never shown, not even in a repr
-    base_url: str = "https://api.zotero.org"
+    base_url: str = DEFAULT_BASE_URL
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
         library_type=library_type,
         library_id=values["library_id"],
         api_key=values["api_key"],
-        base_url=(values["base_url"] or SourceConfig.base_url).rstrip("/"),
+        base_url=(values["base_url"] or DEFAULT_BASE_URL).rstrip("/"),
     )
 
     catalog = text(raw, "catalog", "catalog")

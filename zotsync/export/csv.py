@@ -49,7 +49,7 @@ def render_csv(rows: Sequence[Placement]) -> str:
         for row in rows
     ]
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS), coerce_float=False).astype(str)
-    frame = frame.map(guard_formula)
+    frame = frame.map(lambda value: one_line_ending(guard_formula(value)))
     buffer = io.StringIO()
     frame.to_csv(buffer, index=False, lineterminator="\n")
     return buffer.getvalue()
@@ -58,3 +58,8 @@ def render_csv(rows: Sequence[Placement]) -> str:
 def guard_formula(value: str) -> str:
     """A spreadsheet would run `=cmd|…` as a formula; a leading `'` makes it text."""
     return "'" + value if value.startswith(FORMULA_TRIGGERS) else value
+
+
+def one_line_ending(value: str) -> str:
+    """A bare CR inside a cell is not quoted by CSV writers and would end the row: make it LF."""
+    return value.replace("\r\n", "\n").replace("\r", "\n")

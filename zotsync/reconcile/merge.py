@@ -58,7 +58,8 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             uncurated[category].append(row.uncurated(item, category))
 
     ordered: list[Placement] = []
-    for category in list(rows) + sorted(set(uncurated) - set(rows)):
+    # Unfiled is not a collection path: it closes the page rather than sorting among them.
+    for category in list(rows) + sorted(set(uncurated) - set(rows), key=lambda c: (c == UNFILED, c)):
         ordered += rows.get(category, [])
         ordered += sorted(uncurated.get(category, []), key=lambda p: (normalize.title(p.title), p.zotero_key))
     return Reconciliation(tuple(ordered), matches, tuple(dict.fromkeys(conflicts)))
