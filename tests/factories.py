@@ -1,0 +1,60 @@
+"""Build Zotero Web API JSON objects (the snapshot format) for tests."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+LIBRARY = {"type": "user", "id": 4242, "name": "tests", "links": {}}
+_versions = itertools.count(1)
+
+
+def api_item(key: str, title: str, item_type: str = "journalArticle", **data: Any) -> dict[str, Any]:
+    version = data.pop("version", next(_versions))
+    body = {
+        "key": key,
+        "version": version,
+        "itemType": item_type,
+        "title": title,
+        "creators": data.pop(
+            "creators", [{"creatorType": "author", "firstName": "Ada", "lastName": "Lovelace"}]
+        ),
+        "tags": [{"tag": t} if isinstance(t, str) else t for t in data.pop("tags", [])],
+        "collections": data.pop("collections", []),
+        "relations": {},
+        "dateAdded": "2024-01-01T00:00:00Z",
+        "dateModified": "2024-01-01T00:00:00Z",
+        **data,
+    }
+    return {"key": key, "version": version, "library": LIBRARY, "links": {}, "meta": {}, "data": body}
+
+
+def api_child(key: str, parent: str, item_type: str = "attachment", **data: Any) -> dict[str, Any]:
+    obj = api_item(key, data.pop("title", "Full Text PDF"), item_type, creators=[], parentItem=parent, **data)
+    del obj["data"]["collections"]
+    return obj
+
+
+def api_pdf(key: str, parent: str, **data: Any) -> dict[str, Any]:
+    return api_child(key, parent, contentType="application/pdf", linkMode="imported_file", **data)
+
+
+def api_collection(
+    key: str, name: str, parent: str | None = None, version: int | None = None
+) -> dict[str, Any]:
+    version = version or next(_versions)
+    data = {
+        "key": key,
+        "version": version,
+        "name": name,
+        "parentCollection": parent or False,
+        "relations": {},
+    }
+    return {"key": key, "version": version, "library": LIBRARY, "links": {}, "meta": {}, "data": data}
+
+
+def write_json(path: Path, objects: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(objects, ensure_ascii=False, indent=1), encoding="utf-8")
+    return path
