@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,8 +12,9 @@ from .catalog import load_catalogue
 from .config import Config
 from .errors import StoreError
 from .export import RENDERERS, Page, write_atomically
-from .model import Catalogue
+from .model import Catalogue, Placement
 from .reconcile import Options, Reconciliation, reconcile
+from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock
 from .sync import PullReport, pull
@@ -43,7 +44,12 @@ class Merged:
 
 
 def merge(config: Config, catalogue: Catalogue, store: Store) -> Merged:
-    options = Options(read_tags=config.reconcile.read_tags, archive_link=config.exports.archive_link)
+    settings = config.reconcile
+    options = Options(
+        read_tags=settings.read_tags,
+        archive_link=config.exports.archive_link,
+        venues=load_venue_table(settings.venues) if settings.abbreviate_venues else None,
+    )
     reconciliation = reconcile(catalogue, store.load(), options)
     return Merged(Page(catalogue.title, catalogue.description, reconciliation.placements), reconciliation)
 
@@ -96,12 +102,37 @@ def status(config: Config) -> dict[str, Any]:
             "matched": len(matches.by_title),
             "categories": len(dict.fromkeys(r.category for r in rows)),
         },
-        "unmatched": [{"title": u.title, "reason": u.reason} for u in matches.unmatched],
+        "unmatched": [
+            {
+                "title": u.title,
+                "reason": u.reason,
+                "nearest": [{"zotero_key": c.key, "title": c.title, "score": c.score} for c in u.nearest],
+            }
+            for u in matches.unmatched
+        ],
         "ambiguous": [
             {"rule": a.rule, "titles": list(a.titles), "zotero_keys": list(a.item_keys)}
             for a in matches.ambiguities
         ],
+        "duplicates": [
+            {"reason": d.reason, "title": d.title, "zotero_keys": list(d.item_keys)}
+            for d in matches.duplicates
+        ],
+        "inbox": inbox(config, rows),
         "status_conflicts": [
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
     }
+
+
+def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
+    """Uncurated items in an inbox collection (or below it) or carrying an inbox tag: candidates for
+    the curator's next `zotsync adopt`."""
+    paths = config.reconcile.inbox_collections
+    tags = set(config.reconcile.inbox_tags)
+    found: dict[str, dict[str, str]] = {}
+    for row in rows:
+        in_collection = any(c == p or c.startswith(p + " / ") for c in row.collections for p in paths)
+        if not row.curated and (in_collection or tags & set(row.tags)):
+            found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "title": row.title})
+    return list(found.values())

@@ -15,7 +15,20 @@ from .yamlio import line_of, load_yaml, where
 
 TOP_KEYS = ("title", "description", "categories")
 CATEGORY_KEYS = ("name", "entries")
-ENTRY_KEYS = ("title", "venue", "status", "why", "noted", "links", "zotero_key", "doi", "arxiv", "url")
+ENTRY_KEYS = (
+    "title",
+    "venue",
+    "status",
+    "why",
+    "noted",
+    "links",
+    "zotero_key",
+    "doi",
+    "arxiv",
+    "url",
+    "isbn",
+    "year",
+)
 ZOTERO_KEY = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
 
 
@@ -93,6 +106,8 @@ def _entry(raw: Any, category: str, path: Path, parent: Any) -> CatalogueEntry:
         doi=_text(raw, "doi", path).strip(),
         arxiv=_text(raw, "arxiv", path).strip(),
         url=_text(raw, "url", path).strip(),
+        isbn=_text(raw, "isbn", path).strip(),
+        year=_text(raw, "year", path).strip(),
         line=line_of(raw),
     )
 

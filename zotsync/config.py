@@ -37,7 +37,13 @@ SCHEMA: dict[str, Any] = {
     "catalog": None,
     "store": None,
     "exports": {"dir": None, "formats": None, "archive_link": None},
-    "reconcile": {"read_tags": None},
+    "reconcile": {
+        "read_tags": None,
+        "abbreviate_venues": None,
+        "venues": None,
+        "inbox_collections": None,
+        "inbox_tags": None,
+    },
 }
 
 
@@ -61,6 +67,10 @@ class ExportsConfig:
 @dataclass(frozen=True, slots=True)
 class ReconcileConfig:
     read_tags: tuple[str, ...] = DEFAULT_READ_TAGS
+    abbreviate_venues: bool = True  # PLDI'21 instead of the full proceedings title
+    venues: Path | None = None  # the user's venue abbreviations, on top of the shipped table
+    inbox_collections: tuple[str, ...] = ()  # collection paths whose uncurated items `status` lists
+    inbox_tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +175,22 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
     )
 
     reconcile_raw = raw.get("reconcile") or {}
-    read_tags = reconcile_raw.get("read_tags", list(DEFAULT_READ_TAGS))
-    if not isinstance(read_tags, list) or not all(isinstance(t, str) for t in read_tags):
+
+    def names(key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = reconcile_raw.get(key, list(default))
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(
+                f"{where(path, reconcile_raw, key)}: config key 'reconcile.{key}' must be a list of names"
+            )
+        return tuple(value)
+
+    abbreviate = reconcile_raw.get("abbreviate_venues", True)
+    if not isinstance(abbreviate, bool):
         raise ConfigError(
-            f"{where(path, reconcile_raw, 'read_tags')}: config key 'reconcile.read_tags' "
-            "must be a list of tag names"
+            f"{where(path, reconcile_raw, 'abbreviate_venues')}: config key 'reconcile.abbreviate_venues' "
+            "must be true or false"
         )
+    venues = text(reconcile_raw, "venues", "reconcile.venues")
 
     return Config(
         path=path,
@@ -178,5 +198,11 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
         catalog=local(catalog),
         store=local(text(raw, "store", "store", ".zotsync/zotsync.sqlite")),
         exports=exports,
-        reconcile=ReconcileConfig(read_tags=tuple(read_tags)),
+        reconcile=ReconcileConfig(
+            read_tags=names("read_tags", DEFAULT_READ_TAGS),
+            abbreviate_venues=abbreviate,
+            venues=local(venues) if venues else None,
+            inbox_collections=names("inbox_collections"),
+            inbox_tags=names("inbox_tags"),
+        ),
     )

@@ -216,6 +216,8 @@ class CatalogueEntry:
     doi: str = ""
     arxiv: str = ""
     url: str = ""
+    isbn: str = ""
+    year: str = ""
     line: int = 0
 
 

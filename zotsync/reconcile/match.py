@@ -4,16 +4,29 @@ Entries with one normalised title (one paper listed under several categories) fo
 stage indexes the still-available items by one identifier and gives a claim its item only when exactly
 one candidate exists and no other claim wants the same item; anything else is reported as an ambiguity
 and left for the curator. The result depends only on the sets, never on input order.
+
+Exact identifiers block first; the fuzzy title stage only sees what they left, and even then compares a
+claim only with items that share one of its rarest title words — never every claim with every item.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from rapidfuzz import fuzz, process
+
 from ..model import CatalogueEntry, Item, extra_field
 from . import normalize
+
+# rapidfuzz's fuzz.ratio (0–100) on normalised titles. A fuzzy match needs this score and a lead of
+# FUZZY_MARGIN over the runner-up; bench/bench_reconcile.py prints the evidence for both numbers.
+FUZZY_THRESHOLD = 90.0
+FUZZY_MARGIN = 5.0
+_RARE_WORDS = 3  # how many of a title's rarest words pick its fuzzy candidates
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +39,26 @@ class Ambiguity:
 
 
 @dataclass(frozen=True, slots=True)
+class Candidate:
+    key: str
+    title: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
 class Unmatched:
     title: str
-    reason: str  # "no candidate", "pinned key not in library", "item is in the trash", "ambiguous"
+    reason: str  # "no candidate", "pinned key not in library", "item is in the trash", "ambiguous (…)"
+    nearest: tuple[Candidate, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """Zotero items that look like one work: the same DOI, or the same title and year."""
+
+    reason: str
+    title: str
+    item_keys: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -37,6 +67,7 @@ class MatchResult:
     rule: dict[str, str] = field(default_factory=dict)  # normalised curated title → matching rule
     unmatched: list[Unmatched] = field(default_factory=list)
     ambiguities: list[Ambiguity] = field(default_factory=list)
+    duplicates: list[Duplicate] = field(default_factory=list)
 
     def item_for(self, entry: CatalogueEntry) -> Item | None:
         return self.by_title.get(normalize.title(entry.title))
@@ -56,56 +87,98 @@ class _Claim:
     def hints(self, attribute: str) -> set[str]:
         return {getattr(e, attribute) for e in self.entries if getattr(e, attribute)}
 
-    def link_urls(self) -> set[str]:
-        return {link.url for e in self.entries for link in e.links if link.label == "Paper"} | self.hints(
-            "url"
-        )
+    def paper_links(self) -> set[str]:
+        return {link.url for e in self.entries for link in e.links if link.label == "Paper"}
+
+    @property
+    def year(self) -> str:
+        return next(iter(sorted({y for e in self.entries if (y := entry_year(e))})), "")
 
 
-def item_dois(item: Item) -> set[str]:
-    return {normalize.doi(item.doi)} - {""}
+def entry_year(entry: CatalogueEntry) -> str:
+    """The curator's year: `year:` if given, else the one a venue like OSDI'20 or arXiv 2025 names."""
+    if entry.year:
+        return entry.year
+    if m := re.search(r"(?<!\d)((?:19|20)\d\d)(?!\d)", entry.venue):
+        return m.group(1)
+    if m := re.search(r"['’](\d\d)(?!\d)", entry.venue):
+        return "20" + m.group(1)
+    return ""
+
+
+def _values(normalizer: Callable[[str], str], values: Iterable[str]) -> set[str]:
+    return {normalizer(v) for v in values} - {""}
 
 
 def item_arxiv_ids(item: Item) -> set[str]:
-    sources = (item.get("archiveID"), item.url, item.doi, extra_field(item, "arXiv"))
-    return {normalize.arxiv(s) for s in sources} - {""}
+    return _values(normalize.arxiv, (item.get("archiveID"), item.url, item.doi, extra_field(item, "arXiv")))
 
 
-def item_isbns(item: Item) -> set[str]:
-    return {normalize.isbn(part) for part in item.get("ISBN").split()} - {""}
-
-
-def item_urls(item: Item) -> set[str]:
-    return {normalize.url(item.url)} - {""}
-
-
-def claim_dois(claim: _Claim) -> set[str]:
-    return {normalize.doi(v) for v in claim.hints("doi") | claim.link_urls()} - {""}
-
-
-def claim_arxiv_ids(claim: _Claim) -> set[str]:
-    return {normalize.arxiv(v) for v in claim.hints("arxiv") | claim.hints("doi") | claim.link_urls()} - {""}
-
-
-def claim_urls(claim: _Claim) -> set[str]:
-    return {normalize.url(v) for v in claim.hints("url")} - {""}
-
-
-# (rule, keys of an item, keys of a claim) — strongest evidence first.
+# (rule, identifiers of an item, identifiers of a claim) — strongest evidence first.
 Stage = tuple[str, Callable[[Item], set[str]], Callable[[_Claim], set[str]]]
 STAGES: tuple[Stage, ...] = (
-    ("doi", item_dois, claim_dois),
-    ("arxiv", item_arxiv_ids, claim_arxiv_ids),
-    ("url", item_urls, claim_urls),
-    ("title", lambda item: {normalize.title(item.title)} - {""}, lambda claim: {claim.title_key}),
+    (
+        "doi",
+        lambda i: _values(normalize.doi, [i.doi]),
+        lambda c: _values(normalize.doi, c.hints("doi") | c.paper_links()),
+    ),
+    (
+        "arxiv",
+        item_arxiv_ids,
+        lambda c: _values(
+            normalize.arxiv, c.hints("arxiv") | c.hints("doi") | c.hints("url") | c.paper_links()
+        ),
+    ),
+    (
+        "isbn",
+        lambda i: _values(normalize.isbn, i.get("ISBN").split()),
+        lambda c: _values(normalize.isbn, c.hints("isbn")),
+    ),
+    ("url", lambda i: _values(normalize.url, [i.url]), lambda c: _values(normalize.url, c.hints("url"))),
+    ("title", lambda i: {normalize.title(i.title)} - {""}, lambda c: {c.title_key}),
 )
+
+
+class TitleIndex:
+    """Normalised titles of items, blocked by word for fuzzy look-ups."""
+
+    def __init__(self, items: Iterable[Item]) -> None:
+        self.titles = {item.key: normalize.title(item.title) for item in items}
+        self.postings: dict[str, list[str]] = defaultdict(list)
+        for key, title in self.titles.items():
+            for word in set(title_words(title)):
+                self.postings[word].append(key)
+
+    def nearest(self, title: str, among: set[str] | None = None, limit: int = 3) -> list[Candidate]:
+        """The best-scoring items that share one of the title's rarest words, best first."""
+        words = sorted(
+            (w for w in set(title_words(title)) if w in self.postings),
+            key=lambda w: (len(self.postings[w]), w),
+        )[:_RARE_WORDS]
+        keys = {k for w in words for k in self.postings[w] if among is None or k in among}
+        choices = {k: self.titles[k] for k in sorted(keys)}
+        found = process.extract(title, choices, scorer=fuzz.ratio, limit=None)
+        ranked = sorted(((score, key) for _, score, key in found), key=lambda s: (-s[0], s[1]))
+        return [Candidate(key, self.titles[key], round(score, 1)) for score, key in ranked[:limit]]
+
+
+def title_words(title: str) -> list[str]:
+    """Words for blocking: Latin words of 3+ letters; CJK runs as character pairs (no spaces there)."""
+    words = []
+    for word in title.split():
+        if _CJK.search(word):
+            words += [word[i : i + 2] for i in range(max(1, len(word) - 1))]
+        elif len(word) >= 3:
+            words.append(word)
+    return words
 
 
 def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResult:
     """`items` are every item of the library; only regular, untrashed ones can be matched."""
     result = MatchResult()
     by_key = {item.key: item for item in items}
-    candidates = {key: item for key, item in by_key.items() if item.is_regular and not item.deleted}
+    library = {key: item for key, item in by_key.items() if item.is_regular and not item.deleted}
+    candidates = dict(library)
 
     claims: dict[str, _Claim] = {}
     for entry in entries:
@@ -146,12 +219,10 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
         found = {k for k in pins if k in candidates}
         if not found:
             pin = sorted(pins)[0]
-            reason = (
-                "item is in the trash"
-                if pin in by_key and by_key[pin].deleted
-                else "pinned key not in library"
+            trashed = pin in by_key and by_key[pin].deleted
+            result.unmatched.append(
+                Unmatched(claim.title, "item is in the trash" if trashed else "pinned key not in library")
             )
-            result.unmatched.append(Unmatched(claim.title, reason))
             del open_claims[title_key]
             continue
         pinned[title_key] = found
@@ -165,13 +236,57 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
         wanted = {}
         for title_key, claim in open_claims.items():
             found = {key for value in claim_keys(claim) for key in index.get(value, ())}
+            if rule == "title" and len(found) > 1 and claim.year:
+                # Same title, several items: the year tells them apart (a reprint, a journal version).
+                same_year = {k for k in found if candidates[k].year == claim.year}
+                found = same_year or found
             if found:
                 wanted[title_key] = found
         settle(wanted, rule)
 
-    trashed = {normalize.title(i.title) for i in by_key.values() if i.deleted and i.is_regular}
-    for claim in open_claims.values():
-        reason = "item is in the trash" if claim.title_key in trashed else "no candidate"
+    titles = TitleIndex(library.values())
+    if open_claims and candidates:
+        wanted = {}
+        remaining = set(candidates)
+        for title_key in open_claims:
+            best = titles.nearest(title_key, among=remaining, limit=2)
+            if (
+                best
+                and best[0].score >= FUZZY_THRESHOLD
+                and (len(best) == 1 or best[0].score - best[1].score >= FUZZY_MARGIN)
+            ):
+                wanted[title_key] = {best[0].key}
+        settle(wanted, "fuzzy title")
+
+    trashed_titles = {normalize.title(i.title) for i in by_key.values() if i.deleted and i.is_regular}
+    for title_key, claim in open_claims.items():
+        reason = "item is in the trash" if title_key in trashed_titles else "no candidate"
         result.unmatched.append(Unmatched(claim.title, reason))
-    result.unmatched.sort(key=lambda u: normalize.title(u.title))
+    result.unmatched = sorted(
+        (
+            Unmatched(u.title, u.reason, tuple(titles.nearest(normalize.title(u.title))))
+            for u in result.unmatched
+        ),
+        key=lambda u: normalize.title(u.title),
+    )
+    result.duplicates = find_duplicates(library.values())
     return result
+
+
+def find_duplicates(items: Iterable[Item]) -> list[Duplicate]:
+    """Items sharing a DOI, or a normalised title and year: likely one work entered twice."""
+    groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
+    for item in items:
+        if doi := normalize.doi(item.doi):
+            groups[("same DOI", doi)].append(item)
+        if title := normalize.title(item.title):
+            groups[("same title and year", f"{title}\x00{item.year}")].append(item)
+    found = {
+        tuple(sorted(i.key for i in group)): Duplicate(reason, min(group, key=lambda i: i.key).title, ())
+        for (reason, _), group in groups.items()
+        if len(group) > 1
+    }
+    return sorted(
+        (Duplicate(d.reason, d.title, keys) for keys, d in found.items()),
+        key=lambda d: (d.item_keys, d.reason),
+    )

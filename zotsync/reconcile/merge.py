@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status, extra_field
 from . import normalize
 from .match import MatchResult, match
-from .venue import derive_venue
+from .venue import VenueTable, derive_venue
 
 UNFILED = "Unfiled"
 
@@ -22,6 +22,7 @@ UNFILED = "Unfiled"
 class Options:
     read_tags: tuple[str, ...] = ()
     archive_link: str = ""  # template for a 归档标签 link; {key} is the item key
+    venues: VenueTable | None = None  # abbreviate proceedings (PLDI'21) when given
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,7 @@ class _RowBuilder:
             category=category,
             status=self.zotero_status(item) or "unread",
             title=item.title,
-            venue=derive_venue(item),
+            venue=derive_venue(item, self.options.venues),
             year=item.year,
             why="",
             authors=tuple(c.display for c in item.creators if c.display),

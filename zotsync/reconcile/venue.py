@@ -1,13 +1,68 @@
-"""The short venue a page shows for a Zotero item, when the curator gave none."""
+"""The short venue a page shows for a Zotero item when the curator gave none."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
 from ..model import Item
+from ..yamlio import load_yaml
+from . import normalize
+
+PROCEEDINGS_TYPES = frozenset({"conferencePaper", "bookSection"})
 
 
-def derive_venue(item: Item) -> str:
-    """`<where it appeared> · <year>`, or just the one that is known; empty when neither is."""
+@dataclass(frozen=True, slots=True)
+class VenueTable:
+    """Abbreviation → phrases naming that venue, compared in normalised form."""
+
+    phrases: tuple[tuple[str, str], ...] = ()  # (normalised phrase, abbreviation), longest phrase first
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Sequence[str]]) -> VenueTable:
+        pairs = {normalize.title(p): abbr for abbr, phrases in table.items() for p in phrases}
+        return cls(tuple(sorted(pairs.items(), key=lambda pair: (-len(pair[0]), pair[0]))))
+
+    def abbreviation(self, *names: str) -> str:
+        known = {abbr.casefold(): abbr for _, abbr in self.phrases}
+        for name in names:
+            for acronym in re.findall(r"\(([A-Za-z][A-Za-z0-9]*)\)", name):  # "… (CGO)"
+                if acronym.casefold() in known:
+                    return known[acronym.casefold()]
+        folded = [f" {normalize.title(name)} " for name in names]
+        return next((abbr for phrase, abbr in self.phrases if any(f" {phrase} " in f for f in folded)), "")
+
+
+def load_venue_table(extra: Path | None = None) -> VenueTable:
+    """The shipped table, with the user's entries (same shape) taking precedence."""
+    shipped = resources.files("zotsync") / "data" / "venues.yaml"
+    with resources.as_file(shipped) as path:
+        table: dict[str, Any] = dict(load_yaml(path, "venue table"))
+    if extra is not None:
+        user = load_yaml(extra, "venue table")
+        if not isinstance(user, dict) or not all(
+            isinstance(v, list) and all(isinstance(p, str) for p in v) for v in user.values()
+        ):
+            raise ConfigError(f"{extra}: a venue table maps each abbreviation to a list of phrases")
+        table.update(user)
+    return VenueTable.from_mapping(table)
+
+
+def derive_venue(item: Item, table: VenueTable | None = None) -> str:
+    """`PLDI'21` for proceedings the table knows; else `<where it appeared> · <year>`, or whichever of the
+    two is known; empty when neither is."""
     source, year = item.venue_source, item.year
+    if table is not None and item.item_type in PROCEEDINGS_TYPES:
+        abbr = table.abbreviation(
+            item.get("proceedingsTitle"), item.get("conferenceName"), item.get("bookTitle")
+        )
+        if abbr:
+            return f"{abbr}'{year[2:]}" if year else abbr
     if source and year:
         return f"{source} · {year}"
     return source
