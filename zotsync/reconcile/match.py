@@ -82,7 +82,7 @@ class _Claim:
 
     @property
     def title(self) -> str:
-        return self.entries[0].title
+        return min(e.title for e in self.entries)  # not the first: the result must not depend on order
 
     def hints(self, attribute: str) -> set[str]:
         return {getattr(e, attribute) for e in self.entries if getattr(e, attribute)}
