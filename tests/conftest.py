@@ -48,3 +48,37 @@ def write_config(folder: Path, body: str) -> Path:
     path = folder / "zotsync.yaml"
     path.write_text(textwrap.dedent(body), encoding="utf-8")
     return path
+
+
+# -- the fake Zotero Web API (tests/zotero_server.py) for the web source's tests ---------------------------
+from collections.abc import Iterator  # noqa: E402  (an appended section)
+
+import zotero_server  # noqa: E402  (the server module lives beside this file)
+
+ZOTERO_API_KEY = "Tz8xQ4vN2mLr7KpW3sYd9HcB"  # a made-up key in the real keys' shape; must never be printed
+
+
+@pytest.fixture
+def zotero_api() -> Iterator[Callable[..., zotero_server.ZoteroServer]]:
+    """Start fake Zotero API servers on 127.0.0.1 (random ports), stopped after the test:
+    `zotero_api(FakeLibrary.from_snapshot(objects))`, readable with ZOTERO_API_KEY unless `keys` says else.
+    """
+    started: list[zotero_server.ZoteroServer] = []
+
+    def start(*libraries: zotero_server.FakeLibrary, keys=None) -> zotero_server.ZoteroServer:
+        server = zotero_server.ZoteroServer(*libraries, keys={ZOTERO_API_KEY: None} if keys is None else keys)
+        started.append(server.start())
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same retry policy with millisecond waits, so fault tests take no time (the server's own
+    Retry-After and Backoff values are still honoured as given)."""
+    from zotsync.sources.web import WebSource
+
+    monkeypatch.setattr(WebSource, "RETRY_WAIT", 0.001)

@@ -375,6 +375,7 @@ class ZoteroServer:
         self.keys = {k: (None if v is None else set(v)) for k, v in (keys or {}).items()}
         self.requests: list[Recorded] = []
         self.faults: deque[Fault | None] = deque()
+        self.total_results = True  # False: behave like a mirror that omits Total-Results
         self._hooks: list[tuple[int, Callable[[FakeLibrary], None]]] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, 0), _handler_for(self))
@@ -391,7 +392,9 @@ class ZoteroServer:
         return f"http://{host}:{port}"
 
     def start(self) -> ZoteroServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="zotero-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="zotero-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -463,6 +466,7 @@ class _Answer:
 def _handler_for(server: ZoteroServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as the real API
+        disable_nagle_algorithm = True  # headers and body go out in two writes: no delayed-ACK stalls
         server_version = "FakeZotero/3"
 
         def log_message(self, format: str, *args: Any) -> None:
@@ -709,7 +713,8 @@ def _listing(
         limit = min(MAX_LIMIT, limit or DEFAULT_LIMIT)
         page = objects[start : start + limit]
         headers["Link"] = _links(server.url + path, library, params, start, limit, total)
-    headers["Total-Results"] = str(total)
+    if server.total_results:
+        headers["Total-Results"] = str(total)
     if fmt == "versions":
         body = json.dumps({o["data"]["key"]: o["version"] for o in page}).encode()
     elif fmt == "keys":

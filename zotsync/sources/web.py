@@ -140,7 +140,7 @@ class WebSource:
                         "try again later"
                     ) from None
                 pause = self.retry_wait * 2**restart
-                log.info("%s; starting over in %.1f s", moved, pause)
+                log.debug("%s; starting over in %.1f s", moved, pause)
                 self._sleep(pause)
         raise AssertionError("unreachable")
 
@@ -154,28 +154,47 @@ class WebSource:
             ]
         )
         version = _version_of(first_items)
-        _check(version, first_collections)
-        item_total, collection_total = first_items.total or 0, first_collections.total or 0
-        calls = [
-            *(lambda s=s: self._get(items_path, _item_page(s)) for s in range(PAGE, item_total, PAGE)),
-            *(
-                lambda s=s: self._get(collections_path, _collection_page(s))
-                for s in range(PAGE, collection_total, PAGE)
-            ),
-        ]
-        with self._progress(item_total + collection_total, "Fetching the Zotero library") as advance:
-            advance(len(first_items.body) + len(first_collections.body))
-            replies = self._run(calls, advance)
-        raw_items = list(first_items.body) + [o for r in replies[: _pages(item_total) - 1] for o in r.body]
-        raw_collections = list(first_collections.body) + [
-            o for r in replies[_pages(item_total) - 1 :] for o in r.body
-        ]
-        for reply in replies:
+        # Total-Results tells how many pages follow, so they can all be asked for at once.
+        item_calls = self._page_calls(items_path, _item_page, first_items)
+        collection_calls = self._page_calls(collections_path, _collection_page, first_collections)
+        total = (first_items.total or 0) + (first_collections.total or 0)
+        with self._progress(total, "Fetching the Zotero library") as advance:
+            advance(_count(first_items) + _count(first_collections))
+            replies = self._run([*item_calls, *collection_calls], advance)
+            item_replies = [first_items, *replies[: len(item_calls)]]
+            collection_replies = [first_collections, *replies[len(item_calls) :]]
+            # A server without Total-Results (some mirrors): page on until a short page.
+            if first_items.total is None:
+                item_replies += self._follow(items_path, _item_page, first_items)
+            if first_collections.total is None:
+                collection_replies += self._follow(collections_path, _collection_page, first_collections)
+        for reply in (*item_replies, *collection_replies):
             _check(version, reply)
-        items = _objects(raw_items, Item.from_api, version, expected_count=item_total)
-        collections = _objects(raw_collections, Collection.from_api, version, expected_count=collection_total)
+        items = _objects(
+            [o for r in item_replies for o in _listed(r)], Item.from_api, version, count=first_items.total
+        )
+        collections = _objects(
+            [o for r in collection_replies for o in _listed(r)],
+            Collection.from_api,
+            version,
+            count=first_collections.total,
+        )
         log.debug("full read: %d items, %d collections at version %d", len(items), len(collections), version)
         return self._changes(version, items, collections, complete=True)
+
+    def _page_calls(
+        self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply
+    ) -> list[Callable[[], _Reply]]:
+        starts = range(PAGE, first.total or 0, PAGE)
+        return [lambda s=s: self._get(path, params(s)) for s in starts]
+
+    def _follow(self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply) -> list[_Reply]:
+        replies, last, start = [], first, PAGE
+        while _count(last) >= PAGE:
+            last = self._get(path, params(start))
+            replies.append(last)
+            start += PAGE
+        return replies
 
     def _incremental(self, since: int) -> Changes | None:
         items_path, collections_path = f"{self._prefix}/items", f"{self._prefix}/collections"
@@ -205,11 +224,16 @@ class WebSource:
         )
         for reply in (collection_versions_reply, deleted_reply, *item_replies, *collection_replies):
             _check(version, reply)
-        items = _objects([o for r in item_replies for o in r.body], Item.from_api, version, item_versions)
+        items = _objects([o for r in item_replies for o in _listed(r)], Item.from_api, version, item_versions)
         collections = _objects(
-            [o for r in collection_replies for o in r.body], Collection.from_api, version, collection_versions
+            [o for r in collection_replies for o in _listed(r)],
+            Collection.from_api,
+            version,
+            collection_versions,
         )
-        deleted = deleted_reply.body if isinstance(deleted_reply.body, dict) else {}
+        deleted = deleted_reply.body
+        if not isinstance(deleted, dict):
+            raise SourceError("Zotero API: a /deleted response is not a JSON object")
         log.debug(
             "since %d: %d items, %d collections changed; %d items, %d collections deleted; now version %d",
             since,
@@ -321,14 +345,15 @@ class WebSource:
         if isinstance(exc, _Transient) and exc.retry_after is not None:
             return exc.retry_after
         backoff = tenacity.wait_exponential_jitter(
-            initial=self.retry_wait, max=self.RETRY_WAIT_MAX, jitter=self.retry_wait
+            multiplier=self.retry_wait, max=self.RETRY_WAIT_MAX, jitter=self.retry_wait
         )
         return float(backoff(state))
 
     def _log_retry(self, state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         pause = state.next_action.sleep if state.next_action else 0.0
-        log.info(
+        # Debug, not info: a failure must end in one line on stderr, and a success needs no commentary.
+        log.debug(
             "Zotero API: %s; retrying in %.2f s (attempt %d of %d)",
             exc.reason if isinstance(exc, _Transient) else exc,
             pause,
@@ -440,6 +465,12 @@ def _count(reply: _Reply) -> int:
     return len(reply.body) if isinstance(reply.body, list) else 0
 
 
+def _listed(reply: _Reply) -> list[dict[str, Any]]:
+    if not isinstance(reply.body, list) or not all(isinstance(o, dict) for o in reply.body):
+        raise SourceError("Zotero API: a listing is not a JSON array of objects")
+    return reply.body
+
+
 def _version_of(reply: _Reply) -> int:
     if reply.version is None:
         raise SourceError("Zotero API: a response lacks the Last-Modified-Version header")
@@ -467,13 +498,11 @@ def _objects(
     raw: Sequence[Any],
     convert: Callable[[Mapping[str, Any]], _Model],
     version: int,
-    expected: Mapping[str, int] | None = None,
-    expected_count: int | None = None,
+    keys: Mapping[str, int] | None = None,
+    count: int | None = None,
 ) -> list[_Model]:
     """API objects → model objects, checking that they form one consistent snapshot: nothing newer than
     the library version, and exactly the keys (or the count) the listing promised."""
-    if not all(isinstance(obj, dict) for obj in raw):
-        raise SourceError("Zotero API: a response is not a list of JSON objects")
     try:
         objects = list({o.key: o for o in map(convert, raw)}.values())
     except (KeyError, TypeError, ValueError) as exc:
@@ -481,9 +510,9 @@ def _objects(
     newest = max((o.version for o in objects), default=0)
     if newest > version:
         raise _LibraryMoved(f"an object at version {newest} arrived in a pull of version {version}")
-    if expected is not None and {o.key for o in objects} != set(expected):
+    if keys is not None and {o.key for o in objects} != set(keys):
         raise _LibraryMoved(f"objects appeared or vanished while fetching version {version}")
-    if expected_count is not None and len(objects) != expected_count:
+    if count is not None and len(objects) != count:
         raise _LibraryMoved(f"the object count changed while fetching version {version}")
     return objects
 
