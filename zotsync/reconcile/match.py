@@ -6,13 +6,13 @@ one candidate exists and no other claim wants the same item; anything else is re
 and left for the curator. The result depends only on the sets, never on input order.
 
 Exact identifiers block first; the fuzzy title stage only sees what they left, and even then compares a
-claim only with items that share one of its rarest title words — never every claim with every item.
+claim only with items that share two of its three rarest title words — never every claim with every item.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -49,7 +49,6 @@ class Candidate:
 class Unmatched:
     title: str
     reason: str  # "no candidate", "pinned key not in library", "item is in the trash", "ambiguous (…)"
-    nearest: tuple[Candidate, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +67,14 @@ class MatchResult:
     unmatched: list[Unmatched] = field(default_factory=list)
     ambiguities: list[Ambiguity] = field(default_factory=list)
     duplicates: list[Duplicate] = field(default_factory=list)
+    titles: TitleIndex | None = None
 
     def item_for(self, entry: CatalogueEntry) -> Item | None:
         return self.by_title.get(normalize.title(entry.title))
+
+    def nearest(self, title: str, limit: int = 3) -> list[Candidate]:
+        """The library items whose titles come closest (for reports; computed on demand)."""
+        return self.titles.nearest(normalize.title(title), limit=limit) if self.titles else []
 
 
 @dataclass(slots=True)
@@ -111,7 +115,8 @@ def _values(normalizer: Callable[[str], str], values: Iterable[str]) -> set[str]
 
 
 def item_arxiv_ids(item: Item) -> set[str]:
-    return _values(normalize.arxiv, (item.get("archiveID"), item.url, item.doi, extra_field(item, "arXiv")))
+    sources = (item.get("archiveID"), item.url, item.doi, extra_field(item, "arXiv"))
+    return _values(normalize.arxiv, (s for s in sources if "arxiv" in s.casefold() or s[:1].isdigit()))
 
 
 # (rule, identifiers of an item, identifiers of a claim) — strongest evidence first.
@@ -135,41 +140,58 @@ STAGES: tuple[Stage, ...] = (
         lambda c: _values(normalize.isbn, c.hints("isbn")),
     ),
     ("url", lambda i: _values(normalize.url, [i.url]), lambda c: _values(normalize.url, c.hints("url"))),
-    ("title", lambda i: {normalize.title(i.title)} - {""}, lambda c: {c.title_key}),
+    ("title", lambda i: set(), lambda c: {c.title_key}),  # items' titles come normalised once, below
 )
 
 
 class TitleIndex:
     """Normalised titles of items, blocked by word for fuzzy look-ups."""
 
-    def __init__(self, items: Iterable[Item]) -> None:
-        self.titles = {item.key: normalize.title(item.title) for item in items}
-        self.postings: dict[str, list[str]] = defaultdict(list)
-        for key, title in self.titles.items():
-            for word in set(title_words(title)):
-                self.postings[word].append(key)
+    def __init__(self, titles: dict[str, str]) -> None:
+        self.titles = titles  # item key → normalised title
+        self._postings: dict[str, list[str]] | None = None
 
-    def nearest(self, title: str, among: set[str] | None = None, limit: int = 3) -> list[Candidate]:
-        """The best-scoring items that share one of the title's rarest words, best first."""
-        words = sorted(
-            (w for w in set(title_words(title)) if w in self.postings),
-            key=lambda w: (len(self.postings[w]), w),
-        )[:_RARE_WORDS]
-        keys = {k for w in words for k in self.postings[w] if among is None or k in among}
-        choices = {k: self.titles[k] for k in sorted(keys)}
-        found = process.extract(title, choices, scorer=fuzz.ratio, limit=None)
+    @property
+    def postings(self) -> dict[str, list[str]]:
+        """word → keys of the titles that contain it; built on first use (most runs never need it)."""
+        if self._postings is None:
+            postings: dict[str, list[str]] = defaultdict(list)
+            for key, title in self.titles.items():
+                for word in title_words(title):
+                    postings[word].append(key)
+            self._postings = postings
+        return self._postings
+
+    def nearest(
+        self, title: str, among: set[str] | None = None, limit: int = 3, cutoff: float = 0
+    ) -> list[Candidate]:
+        """The best-scoring items that share two of the title's three rarest words, best first (one word
+        when the title has only one): a single edit — a typo, a word swapped, dropped or added — spoils at
+        most one of them, while unrelated titles rarely share two rare words."""
+        postings = self.postings
+        words = sorted((w for w in title_words(title) if w in postings), key=lambda w: (len(postings[w]), w))
+        words = words[:_RARE_WORDS]
+        shared = Counter(k for w in words for k in postings[w])
+        needed = min(2, len(words))
+        choices = {
+            k: self.titles[k] for k, n in shared.items() if n >= needed and (among is None or k in among)
+        }
+        found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=cutoff)
         ranked = sorted(((score, key) for _, score, key in found), key=lambda s: (-s[0], s[1]))
         return [Candidate(key, self.titles[key], round(score, 1)) for score, key in ranked[:limit]]
 
 
-def title_words(title: str) -> list[str]:
+def title_words(title: str) -> set[str]:
     """Words for blocking: Latin words of 3+ letters; CJK runs as character pairs (no spaces there)."""
-    words = []
+    words = set()
     for word in title.split():
-        if _CJK.search(word):
-            words += [word[i : i + 2] for i in range(max(1, len(word) - 1))]
-        elif len(word) >= 3:
-            words.append(word)
+        if word.isascii():
+            if len(word) >= 3:
+                words.add(word)
+        elif _CJK.search(word):
+            words.update(word[i : i + 2] for i in range(max(1, len(word) - 1)))
+        else:
+            words.add(word)
     return words
 
 
@@ -179,6 +201,7 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
     by_key = {item.key: item for item in items}
     library = {key: item for key, item in by_key.items() if item.is_regular and not item.deleted}
     candidates = dict(library)
+    titles = {key: normalize.title(item.title) for key, item in library.items()}
 
     claims: dict[str, _Claim] = {}
     for entry in entries:
@@ -229,13 +252,16 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
     settle(pinned, "zotero_key")
 
     for rule, item_keys, claim_keys in STAGES:
+        sought = {title_key: claim_keys(claim) for title_key, claim in open_claims.items()}
+        if not any(sought.values()):
+            continue  # no claim carries this identifier: skip indexing the library for it
         index: dict[str, set[str]] = defaultdict(set)
         for key, item in candidates.items():
-            for value in item_keys(item):
+            for value in {titles[key]} if rule == "title" else item_keys(item):
                 index[value].add(key)
         wanted = {}
         for title_key, claim in open_claims.items():
-            found = {key for value in claim_keys(claim) for key in index.get(value, ())}
+            found = {key for value in sought[title_key] for key in index.get(value, ())}
             if rule == "title" and len(found) > 1 and claim.year:
                 # Same title, several items: the year tells them apart (a reprint, a journal version).
                 same_year = {k for k in found if candidates[k].year == claim.year}
@@ -244,12 +270,16 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
                 wanted[title_key] = found
         settle(wanted, rule)
 
-    titles = TitleIndex(library.values())
+    index_of_titles = TitleIndex(titles)
+    result.titles = index_of_titles
     if open_claims and candidates:
         wanted = {}
         remaining = set(candidates)
         for title_key in open_claims:
-            best = titles.nearest(title_key, among=remaining, limit=2)
+            # A runner-up below threshold − margin cannot spoil the lead, so it need not be scored.
+            best = index_of_titles.nearest(
+                title_key, among=remaining, limit=2, cutoff=FUZZY_THRESHOLD - FUZZY_MARGIN
+            )
             if (
                 best
                 and best[0].score >= FUZZY_THRESHOLD
@@ -262,24 +292,18 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
     for title_key, claim in open_claims.items():
         reason = "item is in the trash" if title_key in trashed_titles else "no candidate"
         result.unmatched.append(Unmatched(claim.title, reason))
-    result.unmatched = sorted(
-        (
-            Unmatched(u.title, u.reason, tuple(titles.nearest(normalize.title(u.title))))
-            for u in result.unmatched
-        ),
-        key=lambda u: normalize.title(u.title),
-    )
-    result.duplicates = find_duplicates(library.values())
+    result.unmatched.sort(key=lambda u: normalize.title(u.title))
+    result.duplicates = find_duplicates(library.values(), titles)
     return result
 
 
-def find_duplicates(items: Iterable[Item]) -> list[Duplicate]:
+def find_duplicates(items: Iterable[Item], titles: dict[str, str]) -> list[Duplicate]:
     """Items sharing a DOI, or a normalised title and year: likely one work entered twice."""
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for item in items:
         if doi := normalize.doi(item.doi):
             groups[("same DOI", doi)].append(item)
-        if title := normalize.title(item.title):
+        if title := titles[item.key]:
             groups[("same title and year", f"{title}\x00{item.year}")].append(item)
     found = {
         tuple(sorted(i.key for i in group)): Duplicate(reason, min(group, key=lambda i: i.key).title, ())

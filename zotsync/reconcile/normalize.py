@@ -10,6 +10,7 @@ _ARXIV_NEW = re.compile(r"(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE)
 _ARXIV_OLD = re.compile(r"([a-z\-]+(?:\.[a-z]{2})?/\d{7})(?:v\d+)?", re.IGNORECASE)
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
 _ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf|html)/([^?#]+?)(?:\.pdf)?/?(?:[?#].*)?$", re.IGNORECASE)
+_NOT_WORD = re.compile(r"[\W_]+")
 _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹘﹣－"), "-")
 
 
@@ -47,8 +48,7 @@ def title(value: str) -> str:
     """Fold what varies between copies of one title: Unicode width and forms, case, dashes, punctuation,
     whitespace. CJK characters survive (they are letters), so CJK titles match too."""
     value = unicodedata.normalize("NFKC", value).translate(_DASHES).casefold()
-    kept = "".join(ch if ch.isalnum() else " " for ch in value)
-    return " ".join(kept.split())
+    return " ".join(_NOT_WORD.sub(" ", value).split())
 
 
 def url(value: str) -> str:
