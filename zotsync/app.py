@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import catalog_edit, digest
 from .catalog import load_catalogue
 from .config import Config
-from .errors import StoreError
+from .errors import ExportError, StoreError
 from .export import RENDERERS, Page, write_atomically
-from .model import Catalogue, Placement
-from .reconcile import Options, Reconciliation, reconcile
+from .model import Catalogue, Item, Placement
+from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
 from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock
@@ -64,8 +66,11 @@ def render(config: Config, fmt: str) -> str:
         return RENDERERS[fmt](merge(config, catalogue, store).page)
 
 
-def run_sync(config: Config) -> tuple[PullReport, list[tuple[Path, bool]]]:
-    """pull, then every configured export; the lock covers both so two cron runs never interleave."""
+def run_sync(
+    config: Config, clock: digest.Clock = digest.utc_now
+) -> tuple[PullReport, list[tuple[Path, bool]]]:
+    """pull, then every configured export and the change digest; the lock covers all of it so two cron
+    runs never interleave."""
     catalogue = load_catalogue(config.catalog)  # a broken catalogue fails before any request
     source = open_source(config.source)
     with exclusive_lock(config.store), open_store(config) as store:
@@ -75,6 +80,7 @@ def run_sync(config: Config) -> tuple[PullReport, list[tuple[Path, bool]]]:
         for fmt in config.exports.formats:
             path = default_output(config, fmt)
             written.append((path, write_atomically(path, RENDERERS[fmt](page))))
+        written += record_changes(config, store, catalogue, page, clock)
     return report, written
 
 
@@ -102,6 +108,7 @@ def status(config: Config) -> dict[str, Any]:
             "matched": len(matches.by_title),
             "categories": len(dict.fromkeys(r.category for r in rows)),
         },
+        "matches": matched_entries(catalogue, matches),
         "unmatched": [
             {
                 "title": u.title,
@@ -136,3 +143,157 @@ def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
         if not row.curated and (in_collection or tags & set(row.tags)):
             found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "title": row.title})
     return list(found.values())
+
+
+def matched_entries(catalogue: Catalogue, matches: MatchResult) -> list[dict[str, str]]:
+    """Each matched curated paper with its item and the rule that matched it, in catalogue order."""
+    titles: dict[str, str] = {}
+    for entry in catalogue.entries:
+        titles.setdefault(normalize.title(entry.title), entry.title)
+    return [
+        {"title": title, "zotero_key": matches.by_title[key].key, "rule": matches.rule.get(key, "")}
+        for key, title in titles.items()
+        if key in matches.by_title
+    ]
+
+
+# -- the change digest (CHANGES.md) --------------------------------------------------------------------
+
+
+def changes_path(config: Config) -> Path:
+    return config.exports.dir / "CHANGES.md"
+
+
+def record_changes(
+    config: Config, store: Store, catalogue: Catalogue, page: Page, clock: digest.Clock = digest.utc_now
+) -> list[tuple[Path, bool]]:
+    """Prepend what this sync changed on the page to CHANGES.md, then remember the page for the next
+    sync. The first sync only records the baseline; a sync that changed nothing leaves the file alone.
+    The rows are replaced after the file is written, so a failed write is retried by the next sync."""
+    current = digest.rows_of(catalogue, page.rows)
+    stored = store.catalogue_rows()
+    previous = None if stored is None else tuple(digest.Row(*row) for row in stored)
+    written = []
+    changes = digest.diff(previous, current) if previous is not None else None
+    if changes:
+        path = changes_path(config)
+        try:
+            old = path.read_bytes().decode("utf-8") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ExportError(f"cannot read {path}: {exc}") from exc
+        written.append((path, write_atomically(path, digest.prepend(digest.render(changes, clock()), old))))
+    if previous != current:
+        store.replace_catalogue_rows(row.astuple() for row in current)
+    return written
+
+
+# -- editing the catalogue: pin and adopt ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueEdit:
+    path: Path
+    written: bool
+    messages: tuple[str, ...]  # what happened, one line each, for the user
+
+
+def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> CatalogueEdit:
+    """Record the curator's match: `zotero_key` on every placement of the entry titled `target` (or
+    pinned to the key `target`). Holds the run lock, so a concurrent sync never reads half an edit."""
+    with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
+        text, catalogue = _read_catalogue(config)
+        library = store.load()
+        item = _regular_item(library.items, zotero_key)
+        result = catalog_edit.pin(text, target, item.key, force=force, name=str(config.catalog))
+        wanted = normalize.title(result.title)
+        others = [
+            e for e in catalogue.entries if e.zotero_key == item.key and normalize.title(e.title) != wanted
+        ]
+        if others:
+            raise catalog_edit.CatalogEditError(
+                f"{item.key} is already pinned to '{others[0].title}' under '{others[0].category}'; "
+                "remove that pin first"
+            )
+        matches = merge(config, catalogue, store).reconciliation.matches
+        messages = [
+            f"note: {item.key} was matched to '{title}' (by {matches.rule.get(key, '?')}); "
+            "that entry loses its match"
+            for key, matched in matches.by_title.items()
+            for title in [next((e.title for e in catalogue.entries if normalize.title(e.title) == key), key)]
+            if matched.key == item.key and key != wanted
+        ]
+        written = _write_catalogue(config.catalog, text, result.text)
+    where = ", ".join(f"'{c}'" for c in result.categories)
+    if not written:
+        messages.append(f"'{result.title}' is already pinned to {item.key}; {config.catalog} unchanged")
+    else:
+        replaced = f", replacing {', '.join(result.replaced)}" if result.replaced else ""
+        messages.append(
+            f"pinned '{result.title}' under {where} to {item.key} ('{item.title}'){replaced}; "
+            f"wrote {config.catalog}"
+        )
+    return CatalogueEdit(config.catalog, written, tuple(messages))
+
+
+def adopt(config: Config, zotero_key: str, category: str, new_category: bool = False) -> CatalogueEdit:
+    """Add a Zotero item to the catalogue as a new curated entry at the end of `category`."""
+    with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
+        text, catalogue = _read_catalogue(config)
+        library = store.load()
+        item = _regular_item(library.items, zotero_key)
+        matches = merge(config, catalogue, store).reconciliation.matches
+        for key, matched in matches.by_title.items():
+            if matched.key == item.key:
+                entries = [e for e in catalogue.entries if normalize.title(e.title) == key]
+                places = ", ".join(dict.fromkeys(f"'{e.category}'" for e in entries))
+                raise catalog_edit.CatalogEditError(
+                    f"{item.key} is already in the catalogue under {places} as '{entries[0].title}'"
+                )
+        result = catalog_edit.adopt(
+            text, category, item.title, item.key, create_category=new_category, name=str(config.catalog)
+        )
+        written = _write_catalogue(config.catalog, text, result.text)
+    messages = []
+    if result.created_category:
+        messages.append(f"added the category '{result.categories[0]}' at the end of the catalogue")
+    messages.append(
+        f"added '{result.title}' ({item.key}) to '{result.categories[0]}'; "
+        f"{'wrote' if written else 'unchanged'} {config.catalog}"
+    )
+    return CatalogueEdit(config.catalog, written, tuple(messages))
+
+
+def _read_catalogue(config: Config) -> tuple[str, Catalogue]:
+    """The file's exact text (line endings kept, so an edit keeps them) and its parsed catalogue."""
+    catalogue = load_catalogue(config.catalog)  # a broken catalogue: the usual `file:line` error
+    try:
+        return config.catalog.read_bytes().decode("utf-8"), catalogue
+    except (OSError, UnicodeDecodeError) as exc:
+        raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {exc}") from exc
+
+
+def _regular_item(items: Sequence[Item], key: str) -> Item:
+    """The item a pin or an adoption names: it must be in the store, top-level, and not in the trash."""
+    key = key.strip().upper()
+    catalog_edit.check_key(key)
+    item = next((i for i in items if i.key == key), None)
+    if item is None:
+        raise catalog_edit.CatalogEditError(
+            f"no Zotero item {key} in the store (run `zotsync pull` if it was added since the last sync)"
+        )
+    if item.deleted:
+        raise catalog_edit.CatalogEditError(f"the Zotero item {key} is in the trash")
+    if not item.is_regular:
+        kind = "a child item" if item.parent_key else f"a standalone {item.item_type}"
+        raise catalog_edit.CatalogEditError(f"{key} is {kind}, not a top-level item")
+    return item
+
+
+def _write_catalogue(path: Path, old: str, new: str) -> bool:
+    """Atomically, keeping the file's permissions (the temporary file is created private)."""
+    if new == old:
+        return False
+    mode = path.stat().st_mode & 0o7777
+    written = write_atomically(path, new)
+    os.chmod(path, mode)
+    return written

@@ -128,6 +128,31 @@ def status_command(state: _State, fmt: str) -> None:
         click.echo(format_status(report))
 
 
+@cli.command("pin")
+@click.argument("target", metavar="TITLE_OR_KEY")
+@click.argument("zotero_key", metavar="ZOTERO_KEY")
+@click.option("--force", is_flag=True, help="Replace another zotero_key the entry already has.")
+@pass_state
+def pin_command(state: _State, target: str, zotero_key: str, force: bool) -> None:
+    """Record that a curated entry is the Zotero item ZOTERO_KEY: adds `zotero_key` to the entry in the
+    catalogue YAML (every placement of it), keeping comments and layout. TITLE_OR_KEY is the entry's
+    title, or the key it is pinned to now."""
+    for message in app.pin(state.config, target, zotero_key, force=force).messages:
+        state.say(message)
+
+
+@cli.command("adopt")
+@click.argument("zotero_key", metavar="ZOTERO_KEY")
+@click.option("--category", required=True, metavar="NAME", help="The catalogue category to add it to.")
+@click.option("--new-category", is_flag=True, help="Add the category at the end if the catalogue lacks it.")
+@pass_state
+def adopt_command(state: _State, zotero_key: str, category: str, new_category: bool) -> None:
+    """Add the Zotero item ZOTERO_KEY (say, one `status` lists in the inbox) to the catalogue YAML as a
+    new entry at the end of a category, keeping comments and layout."""
+    for message in app.adopt(state.config, zotero_key, category, new_category=new_category).messages:
+        state.say(message)
+
+
 def format_status(report: dict[str, Any]) -> str:
     lib, cat = report["library"], report["catalogue"]
     lines = [

@@ -56,6 +56,17 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX item_collections_collection ON item_collections (collection_key);
     """,
+    # 2: the page rows of the last sync, which the next sync's change digest (CHANGES.md) compares with
+    """
+    CREATE TABLE catalogue_rows (
+        position INTEGER PRIMARY KEY,
+        identity TEXT NOT NULL,   -- key:<Zotero key>, else title:<normalised curated title>
+        alias TEXT NOT NULL,      -- the normalised curated title of a curated row, else empty
+        category TEXT NOT NULL,
+        title TEXT NOT NULL,
+        status TEXT NOT NULL
+    );
+    """,
 )
 
 
@@ -231,6 +242,28 @@ class Store:
         """Record a pull that found nothing new."""
         with self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO sync_state VALUES ('last_sync_at', ?)", (_now(),))
+
+    # -- the last synced page (change digest) ---------------------------------------------------
+    def catalogue_rows(self) -> list[tuple[str, str, str, str, str]] | None:
+        """(identity, alias, category, title, status) of the last synced page, in page order; None
+        before the first sync recorded them (an empty page is an empty list)."""
+        if self.state("catalogue_rows_at") is None:
+            return None
+        return [
+            tuple(row)
+            for row in self._db.execute(
+                "SELECT identity, alias, category, title, status FROM catalogue_rows ORDER BY position"
+            )
+        ]
+
+    def replace_catalogue_rows(self, rows: Iterable[tuple[str, str, str, str, str]]) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM catalogue_rows")
+            db.executemany(
+                "INSERT INTO catalogue_rows VALUES (?, ?, ?, ?, ?, ?)",
+                ((n, *row) for n, row in enumerate(rows)),
+            )
+            db.execute("INSERT OR REPLACE INTO sync_state VALUES ('catalogue_rows_at', ?)", (_now(),))
 
     # -- reading --------------------------------------------------------------------------------
     def load(self) -> Library:

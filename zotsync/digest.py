@@ -1,0 +1,187 @@
+"""The change digest: what one sync changed on the page, as a dated section of `CHANGES.md`.
+
+Pure: page rows of the previous sync and of this one in, a `Digest` (or None when nothing a reader
+cares about changed) out, and the Markdown for it. An entry is followed across syncs by its Zotero key,
+else by its normalised curated title; a curated entry that gains or loses its Zotero match (a new pin, a
+trashed item) keeps its curated title as an alias, so it is not reported as removed and added again.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from .model import Catalogue, Placement
+from .reconcile import normalize
+
+Clock = Callable[[], datetime]  # injectable, so tests can fix the section's date
+GROUPS = ("Added", "Removed", "Recategorised", "Newly read", "Retitled")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One placement as the digest remembers it (and as the store keeps it between syncs)."""
+
+    identity: str  # "key:<Zotero key>", else "title:<normalised curated title>"
+    alias: str  # the normalised curated title of a curated row, else ""
+    category: str
+    title: str
+    status: str
+
+    def astuple(self) -> tuple[str, str, str, str, str]:
+        return (self.identity, self.alias, self.category, self.title, self.status)
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    recategorised: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()  # title, old, new
+    newly_read: tuple[str, ...] = ()
+    retitled: tuple[tuple[str, str], ...] = ()  # old title, new title
+
+    def __bool__(self) -> bool:
+        return any((self.added, self.removed, self.recategorised, self.newly_read, self.retitled))
+
+
+def rows_of(catalogue: Catalogue, placements: Sequence[Placement]) -> tuple[Row, ...]:
+    """The page's rows with their identities. Within a category the curated rows come first and in
+    catalogue order (the page contract), which is how a row finds the curated title it came from."""
+    curated: dict[str, list[str]] = {
+        c.name: [normalize.title(e.title) for e in c.entries] for c in catalogue.categories
+    }
+    seen: dict[str, int] = defaultdict(int)
+    rows = []
+    for placement in placements:
+        alias = ""
+        if placement.curated:
+            titles = curated.get(placement.category, [])
+            index = seen[placement.category]
+            seen[placement.category] += 1
+            alias = titles[index] if index < len(titles) else normalize.title(placement.title)
+        key = placement.zotero_key
+        identity = f"key:{key}" if key else f"title:{alias or normalize.title(placement.title)}"
+        rows.append(Row(identity, alias, placement.category, placement.title, placement.status))
+    return tuple(rows)
+
+
+@dataclass(slots=True)
+class _Entry:
+    """All rows of one entry in one sync: its placements, in page order."""
+
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return self.rows[0].title
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.category for r in self.rows))
+
+    @property
+    def read(self) -> bool:
+        return any(r.status == "read" for r in self.rows)
+
+    @property
+    def aliases(self) -> set[str]:
+        return {r.alias for r in self.rows} - {""}
+
+
+def _group(rows: Iterable[Row]) -> dict[str, _Entry]:
+    entries: dict[str, _Entry] = {}
+    for row in rows:
+        entries.setdefault(row.identity, _Entry()).rows.append(row)
+    return entries
+
+
+def diff(previous: Sequence[Row], current: Sequence[Row]) -> Digest | None:
+    """What changed between two syncs' pages; None when nothing did (a reorder alone is no change)."""
+    before, after = _group(previous), _group(current)
+    pairs = [(i, i) for i in after if i in before]
+    gone = [i for i in before if i not in after]
+    new = [i for i in after if i not in before]
+    # A curated entry whose identity changed (matched ↔ unmatched, re-pinned) is one entry: pair it by
+    # its alias. One that merged into an entry still on the page (an unmatched entry now pinned to an
+    # item that was listed on its own) is neither removed nor added.
+    new_by_alias = _unique_by_alias(new, after)
+    before_aliases = {a for e in before.values() for a in e.aliases}
+    after_aliases = {a for e in after.values() for a in e.aliases}
+    removed = []
+    for old_id in gone:
+        partner = next((new_by_alias[a] for a in sorted(before[old_id].aliases) if a in new_by_alias), None)
+        if partner is not None and partner in new:
+            pairs.append((old_id, partner))
+            new.remove(partner)
+        elif not before[old_id].aliases & after_aliases:
+            removed.append(old_id)
+    added = [i for i in new if not after[i].aliases & before_aliases]
+    order = {identity: n for n, identity in enumerate(after)}
+    pairs.sort(key=lambda pair: order[pair[1]])
+
+    digest = Digest(
+        added=tuple(after[i].title for i in added),
+        removed=tuple(before[i].title for i in removed),
+        recategorised=tuple(
+            (after[n].title, before[o].categories, after[n].categories)
+            for o, n in pairs
+            if set(before[o].categories) != set(after[n].categories)
+        ),
+        newly_read=tuple(after[n].title for o, n in pairs if after[n].read and not before[o].read),
+        retitled=tuple(
+            (before[o].title, after[n].title) for o, n in pairs if before[o].title != after[n].title
+        ),
+    )
+    return digest or None
+
+
+def _unique_by_alias(identities: Iterable[str], entries: dict[str, _Entry]) -> dict[str, str]:
+    by_alias: dict[str, list[str]] = defaultdict(list)
+    for identity in identities:
+        for alias in entries[identity].aliases:
+            by_alias[alias].append(identity)
+    return {alias: ids[0] for alias, ids in by_alias.items() if len(ids) == 1}
+
+
+def render(digest: Digest, when: datetime) -> str:
+    """One section: `## YYYY-MM-DD HH:MM UTC`, then a `###` list per non-empty group."""
+    when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+    show: dict[str, tuple[str, ...]] = {
+        "Added": tuple(map(_inline, digest.added)),
+        "Removed": tuple(map(_inline, digest.removed)),
+        "Recategorised": tuple(
+            f"{_inline(title)}: {_categories(old)} → {_categories(new)}"
+            for title, old, new in digest.recategorised
+        ),
+        "Newly read": tuple(map(_inline, digest.newly_read)),
+        "Retitled": tuple(f"{_inline(old)} → {_inline(new)}" for old, new in digest.retitled),
+    }
+    parts = [f"## {when:%Y-%m-%d %H:%M} UTC"]
+    for group in GROUPS:
+        if show[group]:
+            parts.append(f"### {group}\n\n" + "\n".join(f"- {line}" for line in show[group]))
+    return "\n\n".join(parts) + "\n"
+
+
+def prepend(section: str, existing: str) -> str:
+    """Newest first: the new section, a blank line, then the file as it was."""
+    return section + ("\n" + existing if existing.strip() else "")
+
+
+def _categories(names: Sequence[str]) -> str:
+    return ", ".join(map(_inline, names)) or "—"
+
+
+def _inline(text: str) -> str:
+    """A title as Markdown text: one line, no raw HTML, no accidental emphasis or links."""
+    text = html.escape(" ".join(text.split()), quote=False)
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
