@@ -113,9 +113,10 @@ def status(config: Config) -> dict[str, Any]:
             {
                 "title": u.title,
                 "reason": u.reason,
-                "nearest": [{"zotero_key": c.key, "title": c.title, "score": c.score} for c in u.nearest],
+                "nearest": [{"zotero_key": c.key, "title": c.title, "score": c.score} for c in nearest],
             }
             for u in matches.unmatched
+            for nearest in [matches.nearest(u.title)]
         ],
         "ambiguous": [
             {"rule": a.rule, "titles": list(a.titles), "zotero_keys": list(a.item_keys)}
