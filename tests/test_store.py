@@ -14,7 +14,7 @@ from conftest import SEEDS
 from factories import api_collection, api_item, api_pdf, write_json
 
 from zotsync.errors import StoreError
-from zotsync.model import Tag
+from zotsync.model import Collection, Tag
 from zotsync.sources import SnapshotSource
 from zotsync.store import MIGRATIONS, Changes, Store
 from zotsync.sync import pull
@@ -180,3 +180,61 @@ def test_a_killed_process_leaves_a_consistent_store(tmp_path: Path) -> None:
     with Store(db_path) as store:
         assert (snapshot_rows(store), store.library_version) == before
         assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_trashed_collection_leaves_and_its_restore_brings_its_items_back(tmp_path: Path) -> None:
+    top = api_collection("TOPP2222", "Top", version=1)
+    objects = [
+        top,
+        api_collection("SUBB2222", "Sub", "TOPP2222", version=1),
+        api_item("ITEM2222", "In sub", collections=["SUBB2222"], version=1),
+    ]
+    path = write_json(tmp_path / "lib.json", objects)
+    with Store(tmp_path / "s.sqlite") as store:
+        pull(SnapshotSource(path), store)
+        top["data"]["deleted"] = True
+        top["version"] = top["data"]["version"] = 2
+        write_json(path, objects)
+        pull(SnapshotSource(path), store)
+        trashed = store.load()
+        top["data"]["deleted"] = False
+        objects[1]["version"] = objects[1]["data"]["version"] = 3  # Zotero restores the subtree too
+        top["version"] = top["data"]["version"] = 3
+        write_json(path, objects)
+        pull(SnapshotSource(path), store)
+        restored = store.load()
+    assert trashed.collections == () and trashed.items[0].collections == ()
+    assert {c.key for c in restored.collections} == {"TOPP2222", "SUBB2222"}
+    assert restored.items[0].collections == ("SUBB2222",)
+
+
+def test_pull_full_rewrites_objects_even_at_the_same_version(tmp_path: Path) -> None:
+    objects = [api_item("ITEM2222", "Original", version=5)]
+    path = write_json(tmp_path / "lib.json", objects)
+    with Store(tmp_path / "s.sqlite") as store:
+        pull(SnapshotSource(path), store)
+        objects[0]["data"]["title"] = "Fixed upstream without a version bump"
+        write_json(path, objects)
+        assert (
+            store.load().items[0].title == "Original" and not pull(SnapshotSource(path), store).result.changed
+        )
+        pull(SnapshotSource(path), store, full=True)
+        assert store.load().items[0].title == "Fixed upstream without a version bump"
+
+
+def test_a_subcollection_moved_out_of_a_deleted_parent_in_the_same_pull_stays(tmp_path: Path) -> None:
+    objects = [
+        api_collection("TOPP2222", "Top"),
+        api_collection("SUBB2222", "Sub", "TOPP2222"),
+        api_collection("OTHR2222", "Other"),
+    ]
+    path = write_json(tmp_path / "lib.json", objects)
+    with Store(tmp_path / "s.sqlite") as store:
+        source = SnapshotSource(path)
+        pull(source, store)
+        moved = Collection.from_api(api_collection("SUBB2222", "Sub", "OTHR2222", version=900))
+        changes = Changes(
+            library_version=900, collections=(moved,), deleted_collections=frozenset({"TOPP2222"})
+        )
+        store.apply(changes, source.id)
+        assert store.load().collection_paths() == {"OTHR2222": "Other", "SUBB2222": "Other / Sub"}

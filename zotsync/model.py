@@ -72,6 +72,7 @@ class Collection:
     version: int
     name: str
     parent_key: str | None = None
+    deleted: bool = False  # in the trash (Zotero 7+): gone from the page until restored
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> Collection:
@@ -82,6 +83,7 @@ class Collection:
             version=int(data.get("version", obj.get("version", 0))),
             name=str(data["name"]),
             parent_key=str(parent) if parent else None,
+            deleted=bool(data.get("deleted", False)),
         )
 
 

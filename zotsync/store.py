@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,8 +181,9 @@ class Store:
         return dict(self._db.execute("SELECT key, version FROM collections"))
 
     # -- writing --------------------------------------------------------------------------------
-    def apply(self, changes: Changes, source_id: str) -> ApplyResult:
-        """Land one pull atomically; a source other than the store's own replaces the store's content."""
+    def apply(self, changes: Changes, source_id: str, rewrite: bool = False) -> ApplyResult:
+        """Land one pull atomically; a source other than the store's own replaces the store's content.
+        Objects whose version the store already has are skipped unless `rewrite` (`pull --full`)."""
         result = ApplyResult()
         with self._transaction() as db:
             if self.state("source") not in (None, source_id):
@@ -191,25 +192,30 @@ class Store:
             known = self.item_versions()
             known_collections = self.collection_versions()
 
-            incoming_collections = {c.key for c in changes.collections}
-            gone_collections = set(changes.deleted_collections) - incoming_collections
+            # A trashed collection leaves like a deleted one; its restore brings it back with a new version.
+            # Subcollections go with their parent, judged on the tree as this pull leaves it (a child
+            # moved out of a deleted parent in the same pull stays).
+            incoming_collections = {c.key for c in changes.collections if not c.deleted}
+            gone_roots = set(changes.deleted_collections) | {c.key for c in changes.collections if c.deleted}
             if changes.complete:
-                gone_collections |= set(known_collections) - incoming_collections
-            gone_collections = _with_descendants(db, gone_collections) - incoming_collections
+                gone_roots |= set(known_collections) - incoming_collections
+            parents = dict(db.execute("SELECT key, parent_key FROM collections"))
+            parents.update({c.key: c.parent_key for c in changes.collections})
+            gone_collections = with_descendants(gone_roots, parents)
+            live_collections = [c for c in changes.collections if c.key not in gone_collections]
             for key in gone_collections & set(known_collections):
                 db.execute("DELETE FROM collections WHERE key = ?", (key,))
                 result.collections_removed += 1
-            db.executemany(
-                "DELETE FROM item_collections WHERE collection_key = ?", ((k,) for k in gone_collections)
-            )
-            for collection in changes.collections:
-                if known_collections.get(collection.key) == collection.version:
+            # Memberships stay: they belong to the items, `load` shows only those of existing
+            # collections, and a collection restored from the trash finds its items again.
+            for collection in live_collections:
+                if known_collections.get(collection.key) == collection.version and not rewrite:
                     continue
                 db.execute(
                     "INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)",
                     (collection.key, collection.version, collection.name, collection.parent_key),
                 )
-                result.collections_changed += 1
+                result.collections_changed += known_collections.get(collection.key) != collection.version
 
             incoming = {i.key for i in changes.items}
             gone = set(changes.deleted_items) - incoming
@@ -220,13 +226,13 @@ class Store:
                 result.items_removed += 1
                 result.removed_keys.append(key)
             for item in changes.items:
-                if known.get(item.key) == item.version:
+                if known.get(item.key) == item.version and not rewrite:
                     continue
                 _write_item(db, item)
-                if item.key in known:
-                    result.items_updated += 1
-                else:
+                if item.key not in known:
                     result.items_added += 1
+                elif known[item.key] != item.version:
+                    result.items_updated += 1
 
             for name, value in (
                 ("library_version", str(changes.library_version)),
@@ -275,7 +281,8 @@ class Store:
             tags.setdefault(key, []).append(Tag(tag, kind))
         memberships: dict[str, list[str]] = {}
         for key, collection in db.execute(
-            "SELECT item_key, collection_key FROM item_collections ORDER BY item_key, position"
+            "SELECT item_key, collection_key FROM item_collections"
+            " WHERE collection_key IN (SELECT key FROM collections) ORDER BY item_key, position"
         ):
             memberships.setdefault(key, []).append(collection)
         library_type = self.state("library_type") or "user"
@@ -339,17 +346,19 @@ def _write_item(db: sqlite3.Connection, item: Item) -> None:
     )
 
 
-def _with_descendants(db: sqlite3.Connection, keys: Iterable[str]) -> set[str]:
-    """Deleting a collection deletes its subcollections too."""
-    result = set(keys)
-    frontier = list(result)
+def with_descendants(roots: Iterable[str], parents: Mapping[str, str | None]) -> set[str]:
+    """The roots and every collection below them (deleting a collection deletes its subcollections)."""
+    children: dict[str, list[str]] = {}
+    for key, parent in parents.items():
+        if parent:
+            children.setdefault(parent, []).append(key)
+    found = set(roots)
+    frontier = list(found)
     while frontier:
-        rows = db.execute(
-            f"SELECT key FROM collections WHERE parent_key IN ({','.join('?' * len(frontier))})", frontier
-        ).fetchall()
-        frontier = [key for (key,) in rows if key not in result]
-        result.update(frontier)
-    return result
+        below = [c for key in frontier for c in children.get(key, ()) if c not in found]
+        found.update(below)
+        frontier = below
+    return found
 
 
 def _now() -> str:

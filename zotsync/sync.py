@@ -34,5 +34,5 @@ def pull(source: Source, store: Store, full: bool = False) -> PullReport:
     if changes is None:
         store.touch()
         return PullReport(before, before, ApplyResult())
-    result = store.apply(changes, source.id)
+    result = store.apply(changes, source.id, rewrite=full)
     return PullReport(before, changes.library_version, result)
