@@ -14,7 +14,7 @@ from .catalog import load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
 from .export import RENDERERS, Page, write_atomically
-from .model import Catalogue, Item, Placement
+from .model import Catalogue, Item, Library, Placement
 from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
 from .reconcile.venue import load_venue_table
 from .sources import open_source
@@ -33,8 +33,8 @@ def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
         store.close()
 
 
-def run_pull(config: Config, full: bool = False) -> PullReport:
-    source = open_source(config.source)
+def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
+    source = open_source(config.source, progress)
     with exclusive_lock(config.store), open_store(config) as store:
         return pull(source, store, full=full)
 
@@ -43,6 +43,7 @@ def run_pull(config: Config, full: bool = False) -> PullReport:
 class Merged:
     page: Page
     reconciliation: Reconciliation
+    library: Library
 
 
 def merge(config: Config, catalogue: Catalogue, store: Store) -> Merged:
@@ -52,8 +53,10 @@ def merge(config: Config, catalogue: Catalogue, store: Store) -> Merged:
         archive_link=config.exports.archive_link,
         venues=load_venue_table(settings.venues) if settings.abbreviate_venues else None,
     )
-    reconciliation = reconcile(catalogue, store.load(), options)
-    return Merged(Page(catalogue.title, catalogue.description, reconciliation.placements), reconciliation)
+    library = store.load()
+    reconciliation = reconcile(catalogue, library, options)
+    page = Page(catalogue.title, catalogue.description, reconciliation.placements)
+    return Merged(page, reconciliation, library)
 
 
 def default_output(config: Config, fmt: str) -> Path:
@@ -67,12 +70,12 @@ def render(config: Config, fmt: str) -> str:
 
 
 def run_sync(
-    config: Config, clock: digest.Clock = digest.utc_now
+    config: Config, clock: digest.Clock = digest.utc_now, progress: bool = False
 ) -> tuple[PullReport, list[tuple[Path, bool]]]:
     """pull, then every configured export and the change digest; the lock covers all of it so two cron
     runs never interleave."""
     catalogue = load_catalogue(config.catalog)  # a broken catalogue fails before any request
-    source = open_source(config.source)
+    source = open_source(config.source, progress)
     with exclusive_lock(config.store), open_store(config) as store:
         report = pull(source, store)
         page = merge(config, catalogue, store).page
@@ -88,9 +91,8 @@ def status(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog)
     with open_store(config, must_exist=True) as store:
         merged = merge(config, catalogue, store)
-        library = store.load()
         state = {name: store.state(name) for name in ("library_version", "last_sync_at", "source")}
-    rows = merged.page.rows
+    rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
     return {
         "library": {
@@ -203,8 +205,8 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
     pinned to the key `target`). Holds the run lock, so a concurrent sync never reads half an edit."""
     with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
         text, catalogue = _read_catalogue(config)
-        library = store.load()
-        item = _regular_item(library.items, zotero_key)
+        merged = merge(config, catalogue, store)
+        item = _regular_item(merged.library.items, zotero_key)
         result = catalog_edit.pin(text, target, item.key, force=force, name=str(config.catalog))
         wanted = normalize.title(result.title)
         others = [
@@ -215,7 +217,7 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
                 f"{item.key} is already pinned to '{others[0].title}' under '{others[0].category}'; "
                 "remove that pin first"
             )
-        matches = merge(config, catalogue, store).reconciliation.matches
+        matches = merged.reconciliation.matches
         messages = [
             f"note: {item.key} was matched to '{title}' (by {matches.rule.get(key, '?')}); "
             "that entry loses its match"
@@ -240,9 +242,9 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
     """Add a Zotero item to the catalogue as a new curated entry at the end of `category`."""
     with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
         text, catalogue = _read_catalogue(config)
-        library = store.load()
-        item = _regular_item(library.items, zotero_key)
-        matches = merge(config, catalogue, store).reconciliation.matches
+        merged = merge(config, catalogue, store)
+        item = _regular_item(merged.library.items, zotero_key)
+        matches = merged.reconciliation.matches
         for key, matched in matches.by_title.items():
             if matched.key == item.key:
                 entries = [e for e in catalogue.entries if normalize.title(e.title) == key]

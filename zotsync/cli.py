@@ -86,7 +86,7 @@ def cli(ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool)
 @pass_state
 def pull_command(state: _State, full: bool) -> None:
     """Bring the local store up to date with the Zotero source."""
-    state.say(app.run_pull(state.config, full=full).summary())
+    state.say(app.run_pull(state.config, full=full, progress=not state.quiet).summary())
 
 
 @cli.command("export")
@@ -110,7 +110,7 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 @pass_state
 def sync_command(state: _State) -> None:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
-    report, written = app.run_sync(state.config)
+    report, written = app.run_sync(state.config, progress=not state.quiet)
     state.say(report.summary())
     for path, wrote in written:
         state.say(f"{'wrote' if wrote else 'unchanged'} {path}")

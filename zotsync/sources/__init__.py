@@ -7,11 +7,12 @@ from .base import Source
 from .snapshot import SnapshotSource
 
 
-def open_source(config: SourceConfig) -> Source:
+def open_source(config: SourceConfig, progress: bool = False) -> Source:
+    """The configured source; `progress` lets a long web pull draw a bar on a terminal."""
     if config.type == "web":
         from .web import WebSource  # imports pyzotero, which the other sources do not need
 
-        return WebSource(config)
+        return WebSource(config, progress=progress)
     if config.type == "local":
         from .local import LocalSource
 
