@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import factories
 import pytest
 from zotero_sqlite import GROUP_LIBRARY, build, held, leave_hot_journal, leave_wal, load_snapshot
 
@@ -33,31 +34,12 @@ FIXTURES = ROOT / "tests" / "fixtures" / "zotero-api"
 
 
 def api(key: str, title: str, item_type: str = "journalArticle", version: int = 1, **data: Any) -> dict:
-    body = {
-        "key": key,
-        "version": version,
-        "itemType": item_type,
-        "title": title,
-        "creators": [{"creatorType": "author", "firstName": "Ada", "lastName": "Lovelace"}],
-        "tags": [],
-        "collections": [],
-        "relations": {},
-        "dateAdded": "2024-01-01T00:00:00Z",
-        "dateModified": "2024-01-01T00:00:00Z",
-        **data,
-    }
-    return {"key": key, "version": version, "library": {"type": "user", "id": 77}, "data": body}
+    """An API item at version 1 unless told otherwise (the local reader derives versions from it)."""
+    return factories.api_item(key, title, item_type, version=version, **data)
 
 
 def api_collection(key: str, name: str, parent: str | None = None, version: int = 1) -> dict:
-    data = {
-        "key": key,
-        "version": version,
-        "name": name,
-        "parentCollection": parent or False,
-        "relations": {},
-    }
-    return {"key": key, "version": version, "data": data}
+    return factories.api_collection(key, name, parent, version=version)
 
 
 SMALL = [
@@ -621,7 +603,7 @@ def test_changes_report_the_whole_library(data_dir: Path) -> None:
     assert changes.complete
     assert len(changes.items) == 3 and len(changes.collections) == 2
     assert changes.library_version == max(o.version for o in (*changes.items, *changes.collections))
-    assert changes.library_id == "77"
+    assert changes.library_id == str(factories.LIBRARY["id"])
 
 
 def test_zotero_database_from_a_builder_is_closed_and_plain(data_dir: Path) -> None:
