@@ -25,8 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import click
@@ -42,6 +42,7 @@ from ..store import Changes
 log = logging.getLogger("zotsync.web")
 
 BATCH = 50  # the API's limit for itemKey / collectionKey
+_Convert = Callable[[Mapping[str, Any]], Item | Collection]
 PAGE = 100  # the API's limit for `limit`
 
 
@@ -65,6 +66,7 @@ class _Reply:
     version: int | None  # Last-Modified-Version
     total: int | None  # Total-Results
     body: Any  # parsed JSON (None for a 304)
+    objects: tuple[Any, ...] = ()  # a listing's objects as model objects, converted as the page arrived
 
 
 class WebSource:
@@ -149,14 +151,16 @@ class WebSource:
         items_path, collections_path = f"{self._prefix}/items", f"{self._prefix}/collections"
         first_items, first_collections = self._run(
             [
-                lambda: self._get(items_path, _item_page(0)),
-                lambda: self._get(collections_path, _collection_page(0)),
+                lambda: self._get(items_path, _item_page(0), convert=Item.from_api),
+                lambda: self._get(collections_path, _collection_page(0), convert=Collection.from_api),
             ]
         )
         version = _version_of(first_items)
         # Total-Results tells how many pages follow, so they can all be asked for at once.
-        item_calls = self._page_calls(items_path, _item_page, first_items)
-        collection_calls = self._page_calls(collections_path, _collection_page, first_collections)
+        item_calls = self._page_calls(items_path, _item_page, first_items, Item.from_api)
+        collection_calls = self._page_calls(
+            collections_path, _collection_page, first_collections, Collection.from_api
+        )
         total = (first_items.total or 0) + (first_collections.total or 0)
         with self._progress(total, "Fetching the Zotero library") as advance:
             advance(_count(first_items) + _count(first_collections))
@@ -165,33 +169,30 @@ class WebSource:
             collection_replies = [first_collections, *replies[len(item_calls) :]]
             # A server without Total-Results (some mirrors): page on until a short page.
             if first_items.total is None:
-                item_replies += self._follow(items_path, _item_page, first_items)
+                item_replies += self._follow(items_path, _item_page, first_items, Item.from_api)
             if first_collections.total is None:
-                collection_replies += self._follow(collections_path, _collection_page, first_collections)
+                collection_replies += self._follow(
+                    collections_path, _collection_page, first_collections, Collection.from_api
+                )
         for reply in (*item_replies, *collection_replies):
             _check(version, reply)
-        items = _objects(
-            [o for r in item_replies for o in _listed(r)], Item.from_api, version, count=first_items.total
-        )
-        collections = _objects(
-            [o for r in collection_replies for o in _listed(r)],
-            Collection.from_api,
-            version,
-            count=first_collections.total,
-        )
+        items = _objects(item_replies, version, count=first_items.total)
+        collections = _objects(collection_replies, version, count=first_collections.total)
         log.debug("full read: %d items, %d collections at version %d", len(items), len(collections), version)
         return self._changes(version, items, collections, complete=True)
 
     def _page_calls(
-        self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply
+        self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply, convert: _Convert
     ) -> list[Callable[[], _Reply]]:
         starts = range(PAGE, first.total or 0, PAGE)
-        return [lambda s=s: self._get(path, params(s)) for s in starts]
+        return [lambda s=s: self._get(path, params(s), convert=convert) for s in starts]
 
-    def _follow(self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply) -> list[_Reply]:
+    def _follow(
+        self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply, convert: _Convert
+    ) -> list[_Reply]:
         replies, last, start = [], first, PAGE
         while _count(last) >= PAGE:
-            last = self._get(path, params(start))
+            last = self._get(path, params(start), convert=convert)
             replies.append(last)
             start += PAGE
         return replies
@@ -214,23 +215,22 @@ class WebSource:
                 [
                     lambda: self._get(collections_path, {"since": since, "format": "versions"}),
                     lambda: self._get(f"{self._prefix}/deleted", {"since": since}),
-                    *self._fetch_calls(items_path, item_versions, since, "itemKey", {"includeTrashed": 1}),
+                    *self._fetch_calls(
+                        items_path, item_versions, since, "itemKey", {"includeTrashed": 1}, Item.from_api
+                    ),
                 ],
                 advance,
             )
         collection_versions = _versions(collection_versions_reply.body)
         collection_replies = self._run(
-            self._fetch_calls(collections_path, collection_versions, since, "collectionKey", {})
+            self._fetch_calls(
+                collections_path, collection_versions, since, "collectionKey", {}, Collection.from_api
+            )
         )
         for reply in (collection_versions_reply, deleted_reply, *item_replies, *collection_replies):
             _check(version, reply)
-        items = _objects([o for r in item_replies for o in _listed(r)], Item.from_api, version, item_versions)
-        collections = _objects(
-            [o for r in collection_replies for o in _listed(r)],
-            Collection.from_api,
-            version,
-            collection_versions,
-        )
+        items = _objects(item_replies, version, keys=item_versions)
+        collections = _objects(collection_replies, version, keys=collection_versions)
         deleted = deleted_reply.body
         if not isinstance(deleted, dict):
             raise SourceError("Zotero API: a /deleted response is not a JSON object")
@@ -252,7 +252,13 @@ class WebSource:
         )
 
     def _fetch_calls(
-        self, path: str, versions: Mapping[str, int], since: int, key_param: str, extra: dict[str, Any]
+        self,
+        path: str,
+        versions: Mapping[str, int],
+        since: int,
+        key_param: str,
+        extra: dict[str, Any],
+        convert: _Convert,
     ) -> list[Callable[[], _Reply]]:
         """The changed objects, by key in batches of 50 or by `since=` in pages of 100, whichever is
         fewer requests (pages win from 51 objects on; for a handful, asking by key is exact)."""
@@ -264,12 +270,13 @@ class WebSource:
                 lambda s=s: self._get(
                     path,
                     {"since": since, **extra, "format": "json", "limit": PAGE, "start": s, **_STABLE_ORDER},
+                    convert=convert,
                 )
                 for s in range(0, len(keys), PAGE)
             ]
         return [
             lambda chunk=keys[i : i + BATCH]: self._get(
-                path, {key_param: ",".join(chunk), **extra, "format": "json", "limit": BATCH}
+                path, {key_param: ",".join(chunk), **extra, "format": "json", "limit": BATCH}, convert=convert
             )
             for i in range(0, len(keys), BATCH)
         ]
@@ -323,7 +330,15 @@ class WebSource:
                         advance(_count(future.result()))
             return [future.result() for future in futures]
 
-    def _get(self, path: str, params: Mapping[str, Any], if_modified_since: int | None = None) -> _Reply:
+    def _get(
+        self,
+        path: str,
+        params: Mapping[str, Any],
+        if_modified_since: int | None = None,
+        convert: _Convert | None = None,
+    ) -> _Reply:
+        """One GET with retries; a listing's objects are converted here, in the worker thread, so that
+        turning one page into model objects overlaps with waiting for the next."""
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.max_attempts),
             wait=self._wait,
@@ -333,11 +348,12 @@ class WebSource:
             reraise=True,
         )
         try:
-            return retrying(self._attempt, path, params, if_modified_since)
+            reply = retrying(self._attempt, path, params, if_modified_since)
         except _Transient as exc:
             raise SourceError(
                 f"Zotero API: {exc.reason} for GET {path} after {self.max_attempts} attempts"
             ) from None
+        return replace(reply, objects=_converted(reply, convert)) if convert else reply
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         """The server's Retry-After when it gave one, else exponential backoff with jitter."""
@@ -465,10 +481,13 @@ def _count(reply: _Reply) -> int:
     return len(reply.body) if isinstance(reply.body, list) else 0
 
 
-def _listed(reply: _Reply) -> list[dict[str, Any]]:
+def _converted(reply: _Reply, convert: _Convert) -> tuple[Any, ...]:
     if not isinstance(reply.body, list) or not all(isinstance(o, dict) for o in reply.body):
         raise SourceError("Zotero API: a listing is not a JSON array of objects")
-    return reply.body
+    try:
+        return tuple(map(convert, reply.body))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SourceError(f"Zotero API: an object lacks a valid {exc} field") from None
 
 
 def _version_of(reply: _Reply) -> int:
@@ -491,22 +510,12 @@ def _versions(body: Any) -> dict[str, int]:
         raise SourceError("Zotero API: a format=versions response holds a non-numeric version") from None
 
 
-_Model = TypeVar("_Model", Item, Collection)
-
-
 def _objects(
-    raw: Sequence[Any],
-    convert: Callable[[Mapping[str, Any]], _Model],
-    version: int,
-    keys: Mapping[str, int] | None = None,
-    count: int | None = None,
-) -> list[_Model]:
-    """API objects → model objects, checking that they form one consistent snapshot: nothing newer than
-    the library version, and exactly the keys (or the count) the listing promised."""
-    try:
-        objects = list({o.key: o for o in map(convert, raw)}.values())
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SourceError(f"Zotero API: an object lacks a valid {exc} field") from None
+    replies: Sequence[_Reply], version: int, keys: Mapping[str, int] | None = None, count: int | None = None
+) -> list[Any]:
+    """The replies' model objects, checked to form one consistent snapshot: nothing newer than the library
+    version, and exactly the keys (or the count) the listing promised."""
+    objects = list({o.key: o for r in replies for o in r.objects}.values())
     newest = max((o.version for o in objects), default=0)
     if newest > version:
         raise _LibraryMoved(f"an object at version {newest} arrived in a pull of version {version}")

@@ -1,0 +1,247 @@
+"""Request budget and wall time of the web source against the fake Zotero server (tests/zotero_server.py).
+
+    python bench/bench_sync.py --sizes 1000,20000 [--latency 0.02] [--repeat 3]
+
+For each size N it builds a synthetic library of N items (three quarters regular items, the rest child
+notes and PDFs, nested collections), serves it on 127.0.0.1, and measures a first sync, a no-change sync
+and syncs after k = 10 and k = 500 changes (edits, additions, trashing, permanent deletions), then a plain
+pyzotero script, `zot.everything(zot.items())`, against the same server. It checks the targets of issue 3
+and exits 1 if one fails:
+
+    unchanged sync = 1 request;  k changes <= ceil(k/50) + 4;  first sync <= ceil(N/100) + ceil(C/100) + 3;
+    first-sync wall time <= the naive script's.
+
+The server runs in its own process, as the real API does, and waits --latency seconds before each answer:
+the API is a network away, and a sync's wall time is mostly round trips. The checked comparison uses that
+latency; the same two reads are then repeated with no latency at all and printed for information. There
+the sync is slower than the naive script, because it turns every object into a model object (about 30 µs
+an item) while the naive script only decodes JSON, and on loopback there is no waiting to hide that in.
+
+"First sync" is `WebSource.changes(None)`: every page fetched and converted. "First pull" adds writing the
+SQLite store, for information. Wall times are the best of --repeat runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+from pyzotero import Zotero
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from zotero_server import FakeLibrary, ZoteroServer, synthetic_library
+
+from zotsync.config import SourceConfig
+from zotsync.sources.web import WebSource
+from zotsync.store import Store
+from zotsync.sync import pull
+
+KEY = "BenchK3yBenchK3yBenchK3y"
+
+
+@dataclass
+class Row:
+    size: int
+    phase: str
+    requests: int
+    target: str
+    seconds: float
+    ok: bool | None  # None: shown for information, no target
+    note: str = ""
+
+
+T = TypeVar("T")
+
+
+def best_of(repeat: int, run: Callable[[], T]) -> tuple[float, T]:
+    best, result = math.inf, None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = run()
+        best = min(best, time.perf_counter() - started)
+    assert result is not None
+    return best, result
+
+
+def change(library: FakeLibrary, k: int, round_: int) -> None:
+    """k item changes, as a user makes them: mostly edits, some additions, trashing and deletions."""
+    keys = sorted(k for k, o in library.items.items() if not o["data"].get("parentItem"))
+    keys = keys[round_ * k :] + keys[: round_ * k]  # different items each round
+    adds, trashes, deletes = k // 10, k // 10, k // 20
+    edits = k - adds - trashes - deletes
+    for n, key in enumerate(keys[:edits]):
+        library.edit_item(key, title=f"Edited in round {round_} ({n})")
+    for key in keys[edits : edits + trashes]:
+        library.trash_item(key)
+    for key in keys[edits + trashes : edits + trashes + deletes]:
+        library.delete_item(key)
+    for n in range(adds):
+        library.add_item(f"Added in round {round_} ({n})", "preprint")
+
+
+def serve(conn: Connection, size: int, latency: float) -> None:
+    """The server process: the fake API over a synthetic library, driven by commands on a pipe. Its own
+    process, like the real API, so that the client and the server do not share one interpreter lock."""
+    library = FakeLibrary.from_snapshot(synthetic_library(size))
+    with ZoteroServer(library, keys={KEY: None}) as server:
+        server.latency = latency
+        conn.send((server.url, len(library.collections)))
+        while True:
+            command, *args = conn.recv()
+            if command == "stop":
+                return
+            if command == "change":
+                change(library, *args)
+                conn.send(None)
+            elif command == "reset":
+                server.reset()
+                conn.send(None)
+            elif command == "requests":
+                conn.send(len(server.requests))
+            elif command == "versions":
+                conn.send({k: o["version"] for k, o in library.items.items()})
+            elif command == "latency":
+                server.latency = args[0]
+                conn.send(None)
+
+
+class Remote:
+    def __init__(self, size: int, latency: float) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=serve, args=(child, size, latency), daemon=True)
+        self.process.start()
+        self.url, self.collections = self.conn.recv()
+
+    def __call__(self, command: str, *args: object) -> Any:
+        self.conn.send((command, *args))
+        return self.conn.recv()
+
+    def stop(self) -> None:
+        self.conn.send(("stop",))
+        self.process.join(10)
+
+
+def bench(size: int, repeat: int, latency: float, folder: Path) -> list[Row]:
+    server = Remote(size, latency)
+    rows: list[Row] = []
+    try:
+        config = SourceConfig(
+            type="web", library_type="user", library_id="1", api_key=KEY, base_url=server.url
+        )
+
+        def first_sync() -> WebSource:
+            source = WebSource(config)
+            source.changes(None)
+            source.close()
+            return source
+
+        seconds, source = best_of(repeat, first_sync)
+        target = math.ceil(size / 100) + math.ceil(server.collections / 100) + 3
+        rows.append(
+            Row(size, "first sync", source.requests, f"<= {target}", seconds, source.requests <= target)
+        )
+
+        store = Store(folder / f"store-{size}.sqlite")
+        source = WebSource(config)
+        started = time.perf_counter()
+        pull(source, store)
+        rows.append(
+            Row(size, "first pull (+ store)", source.requests, "", time.perf_counter() - started, None)
+        )
+
+        def incremental(phase: str, target: int, exact: bool = False) -> None:
+            source = WebSource(config)
+            started = time.perf_counter()
+            pull(source, store)
+            seconds = time.perf_counter() - started
+            mirrored = store.item_versions() == server("versions")
+            ok = (source.requests == target if exact else source.requests <= target) and mirrored
+            note = "" if mirrored else "store differs from the library"
+            rows.append(
+                Row(size, phase, source.requests, f"{'=' if exact else '<='} {target}", seconds, ok, note)
+            )
+            source.close()
+
+        incremental("no-change sync", 1, exact=True)
+        for round_, k in enumerate((10, 500)):
+            server("change", k, round_)
+            incremental(f"k = {k} changes", math.ceil(k / 50) + 4)
+        store.close()
+
+        def naive() -> int:
+            client = httpx2.Client(trust_env=False, follow_redirects=True, timeout=60)
+            zot = Zotero("1", "user", KEY, client=client)
+            zot.endpoint = server.url
+            items = zot.everything(zot.items())
+            client.close()
+            return len(items)
+
+        server("reset")
+        naive_seconds, _ = best_of(repeat, naive)
+        naive_requests = server("requests") // repeat
+        rows.append(Row(size, "naive everything()", naive_requests, "", naive_seconds, None, "the reference"))
+        first = rows[0]
+        first.ok = first.ok and first.seconds <= naive_seconds
+        first.note = f"{first.seconds / naive_seconds:.2f}x the naive time (target <= 1)"
+        if latency:
+            # The same two reads with no latency at all: pure CPU on both sides, for information.
+            server("latency", 0.0)
+            seconds, source = best_of(repeat, first_sync)
+            server("reset")
+            bare_naive, _ = best_of(repeat, naive)
+            ratio = f"the sync takes {seconds / bare_naive:.2f}x the naive time"
+            note = "(after the changes)"
+            rows.append(Row(size, "first sync, 0 latency", source.requests, "", seconds, None, note))
+            rows.append(
+                Row(size, "naive, 0 latency", server("requests") // repeat, "", bare_naive, None, ratio)
+            )
+    finally:
+        server.stop()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,20000", help="comma-separated library sizes (items)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the best is shown")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.02,
+        help="seconds the server waits before each answer, standing for the network round trip and the "
+        "API's own work (default 0.02; real api.zotero.org pages take longer)",
+    )
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            rows += bench(size, args.repeat, args.latency, Path(tmp))
+    header = f"{'N':>6}  {'phase':<22} {'requests':>8}  {'target':<8} {'wall s':>8}  {'ok':<4} note"
+    print(f"server on 127.0.0.1 in its own process; {args.latency * 1000:.0f} ms latency per request")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        verdict = "-" if r.ok is None else "yes" if r.ok else "NO"
+        figures = f"{r.requests:>8}  {r.target:<8} {r.seconds:>8.3f}"
+        print(f"{r.size:>6}  {r.phase:<22} {figures}  {verdict:<4} {r.note}")
+    checked = [r for r in rows if r.ok is not None]
+    failed = [r for r in checked if not r.ok]
+    print(f"\ntargets met: {len(checked) - len(failed)} of {len(checked)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
