@@ -7,7 +7,7 @@ conditional request, which would break the request budget:
 
 - unchanged library: 1 request (`If-Modified-Since-Version` → 304);
 - k changed items: 1 (versions, conditional) + 1 (collection versions) + ⌈k/50⌉ itemKey batches, or
-  ⌈k/100⌉ pages of `since=` when that is fewer, + 1 (`/deleted`);
+  ⌈k/100⌉ pages of `since=` when that is fewer, + changed collections likewise + 1 (`/deleted`);
 - first or full sync: ⌈items/100⌉ + ⌈collections/100⌉ pages and nothing else.
 
 Every response's `Last-Modified-Version` must equal the first one; if the library moves during a pull
@@ -42,8 +42,9 @@ from ..store import Changes
 log = logging.getLogger("zotsync.web")
 
 BATCH = 50  # the API's limit for itemKey / collectionKey
-_Convert = Callable[[Mapping[str, Any]], Item | Collection]
 PAGE = 100  # the API's limit for `limit`
+
+_Convert = Callable[[Mapping[str, Any]], Item | Collection]
 
 
 class _Transient(Exception):
