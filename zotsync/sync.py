@@ -18,8 +18,9 @@ class PullReport:
         r = self.result
         if not r.changed:
             return f"up to date at library version {self.to_version}"
+        start = "first pull" if self.from_version is None else f"library version {self.from_version}"
         return (
-            f"library version {self.from_version} → {self.to_version}: {r.items_added} items added, "
+            f"{start} → {self.to_version}: {r.items_added} items added, "
             f"{r.items_updated} updated, {r.items_removed} removed; {r.collections_changed} collections "
             f"changed, {r.collections_removed} removed"
         )
