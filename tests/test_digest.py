@@ -12,7 +12,7 @@ import pytest
 from zotsync import app
 from zotsync.config import load_config
 from zotsync.digest import Digest, Row, diff, prepend, render, rows_of
-from zotsync.model import Catalogue, CatalogueEntry, Category, Placement
+from zotsync.model import Placement
 from zotsync.store import MIGRATIONS, Store
 
 
@@ -89,20 +89,16 @@ def test_groups_follow_page_order() -> None:
     assert diff(before, after) == Digest(newly_read=("a", "b"))
 
 
-def placement(category: str, title: str, key: str = "", curated: bool = True) -> Placement:
-    return Placement(category, "unread", title, "", "", "", (), "", "", False, (), key, (), (), curated)
+def placement(category: str, title: str, key: str = "", curated_title: str = "") -> Placement:
+    return Placement(category, "unread", title, "", "", "", (), "", "", False, (), key, (), (), curated_title)
 
 
 def test_rows_of_gives_curated_rows_their_curated_title_as_alias() -> None:
-    catalogue = Catalogue(
-        categories=(Category("A", (CatalogueEntry("A", "Curated One"), CatalogueEntry("A", "Curated Two"))),)
-    )
     rows = rows_of(
-        catalogue,
         [
-            placement("A", "Zotero's Title", "KKKKKKKK"),
-            placement("A", "Curated Two"),
-            placement("A", "Uncurated", "UUUUUUUU", curated=False),
+            placement("A", "Zotero's Title", "KKKKKKKK", curated_title="Curated One"),
+            placement("A", "Curated Two", curated_title="Curated Two"),
+            placement("A", "Uncurated", "UUUUUUUU"),
         ],
     )
     assert rows == (

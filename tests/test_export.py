@@ -29,7 +29,7 @@ def placement(**fields: object) -> Placement:
         zotero_key="",
         tags=(),
         collections=(),
-        curated=True,
+        curated_title="T",
     )
     return Placement(**{**base, **fields})  # type: ignore[arg-type]
 

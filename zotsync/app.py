@@ -173,7 +173,7 @@ def record_changes(
     """Prepend what this sync changed on the page to CHANGES.md, then remember the page for the next
     sync. The first sync only records the baseline; a sync that changed nothing leaves the file alone.
     The rows are replaced after the file is written, so a failed write is retried by the next sync."""
-    current = digest.rows_of(catalogue, page.rows)
+    current = digest.rows_of(page.rows)
     stored = store.catalogue_rows()
     previous = None if stored is None else tuple(digest.Row(*row) for row in stored)
     written = []

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .model import Catalogue, Placement
+from .model import Placement
 from .reconcile import normalize
 
 Clock = Callable[[], datetime]  # injectable, so tests can fix the section's date
@@ -49,21 +49,11 @@ class Digest:
         return any((self.added, self.removed, self.recategorised, self.newly_read, self.retitled))
 
 
-def rows_of(catalogue: Catalogue, placements: Sequence[Placement]) -> tuple[Row, ...]:
-    """The page's rows with their identities. Within a category the curated rows come first and in
-    catalogue order (the page contract), which is how a row finds the curated title it came from."""
-    curated: dict[str, list[str]] = {
-        c.name: [normalize.title(e.title) for e in c.entries] for c in catalogue.categories
-    }
-    seen: dict[str, int] = defaultdict(int)
+def rows_of(placements: Sequence[Placement]) -> tuple[Row, ...]:
+    """The page's rows with their identities; a curated row's alias is its curated title."""
     rows = []
     for placement in placements:
-        alias = ""
-        if placement.curated:
-            titles = curated.get(placement.category, [])
-            index = seen[placement.category]
-            seen[placement.category] += 1
-            alias = titles[index] if index < len(titles) else normalize.title(placement.title)
+        alias = normalize.title(placement.curated_title)
         key = placement.zotero_key
         identity = f"key:{key}" if key else f"title:{alias or normalize.title(placement.title)}"
         rows.append(Row(identity, alias, placement.category, placement.title, placement.status))

@@ -258,7 +258,11 @@ class Placement:
     zotero_key: str
     tags: tuple[str, ...]
     collections: tuple[str, ...]
-    curated: bool
+    curated_title: str = ""  # the title the curator wrote; empty for a row that only Zotero knows
+
+    @property
+    def curated(self) -> bool:
+        return bool(self.curated_title)
 
     @property
     def note_link(self) -> str:

@@ -89,7 +89,7 @@ class _RowBuilder:
                 zotero_key="",
                 tags=(),
                 collections=(),
-                curated=True,
+                curated_title=entry.title,
             )
         base = self.uncurated(item, entry.category)
         return Placement(
@@ -107,7 +107,7 @@ class _RowBuilder:
             zotero_key=base.zotero_key,
             tags=base.tags,
             collections=base.collections,
-            curated=True,
+            curated_title=entry.title,
         )
 
     def uncurated(self, item: Item, category: str) -> Placement:
@@ -127,7 +127,6 @@ class _RowBuilder:
             zotero_key=item.key,
             tags=tuple(t.name for t in item.tags if t.name not in read_tags),
             collections=tuple(self.paths[c] for c in item.collections if c in self.paths),
-            curated=False,
         )
 
     def zotero_status(self, item: Item) -> Status | None:
