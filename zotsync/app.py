@@ -83,7 +83,7 @@ def run_sync(
         for fmt in config.exports.formats:
             path = default_output(config, fmt)
             written.append((path, write_atomically(path, RENDERERS[fmt](page))))
-        written += record_changes(config, store, catalogue, page, clock)
+        written += record_changes(config, store, page, clock)
     return report, written
 
 
@@ -168,7 +168,7 @@ def changes_path(config: Config) -> Path:
 
 
 def record_changes(
-    config: Config, store: Store, catalogue: Catalogue, page: Page, clock: digest.Clock = digest.utc_now
+    config: Config, store: Store, page: Page, clock: digest.Clock = digest.utc_now
 ) -> list[tuple[Path, bool]]:
     """Prepend what this sync changed on the page to CHANGES.md, then remember the page for the next
     sync. The first sync only records the baseline; a sync that changed nothing leaves the file alone.
