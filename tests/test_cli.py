@@ -207,3 +207,17 @@ def test_python_dash_m_runs_the_same_entry_point(project: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert shutil.which("zotsync") or True  # the console script is checked by .ci/run on a real install
+
+
+def test_status_text_lists_an_unmatched_entry_with_its_nearest_candidate(project: Path, run) -> None:
+    catalog = project / "seeds" / "catalog.yaml"
+    text = catalog.read_text(encoding="utf-8").replace(
+        "  - name: Compiler\n    entries:\n",
+        "  - name: Compiler\n    entries:\n      - title: Scheduling memory access with tile graphs\n",
+    )
+    catalog.write_text(text, encoding="utf-8")
+    assert run("-q", "--config", config_of(project), "sync").code == 0
+    report = run("--config", config_of(project), "status").out
+    assert "unmatched curated entries: 1\n" in report
+    (line,) = [line for line in report.splitlines() if "Scheduling memory access with tile graphs" in line]
+    assert "(no candidate) — nearest: Welder: Scheduling Deep Learning Memory Access via Tile-graph [" in line

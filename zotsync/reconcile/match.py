@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
@@ -147,8 +147,9 @@ STAGES: tuple[Stage, ...] = (
 class TitleIndex:
     """Normalised titles of items, blocked by word for fuzzy look-ups."""
 
-    def __init__(self, titles: dict[str, str]) -> None:
+    def __init__(self, titles: dict[str, str], shown: Mapping[str, str] | None = None) -> None:
         self.titles = titles  # item key → normalised title
+        self.shown = shown if shown is not None else titles  # item key → the title as Zotero has it
         self._postings: dict[str, list[str]] | None = None
 
     @property
@@ -178,7 +179,7 @@ class TitleIndex:
         }
         found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=cutoff)
         ranked = sorted(((score, key) for _, score, key in found), key=lambda s: (-s[0], s[1]))
-        return [Candidate(key, self.titles[key], round(score, 1)) for score, key in ranked[:limit]]
+        return [Candidate(key, self.shown[key], round(score, 1)) for score, key in ranked[:limit]]
 
 
 def title_words(title: str) -> set[str]:
@@ -270,7 +271,7 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
                 wanted[title_key] = found
         settle(wanted, rule)
 
-    index_of_titles = TitleIndex(titles)
+    index_of_titles = TitleIndex(titles, {key: item.title for key, item in library.items()})
     result.titles = index_of_titles
     if open_claims and candidates:
         wanted = {}
