@@ -144,12 +144,12 @@ def test_zotero_duplicates_are_flagged() -> None:
         api_item("DUPB2222", "One paper (preprint)", DOI="10.1/X"),
         api_item("DUPC2222", "Same Title", date="2021"),
         api_item("DUPD2222", "same title", date="2021"),
-        api_item("DUPE2222", "Same Title", date="2022"),  # another year: a different work
+        api_item("DUPE2222", "Same Title", date="2022"),  # a later version: flagged all the same
     ]
     result = match([], [Item.from_api(o) for o in objects])
     assert [(d.reason, d.item_keys) for d in result.duplicates] == [
         ("same DOI", ("DUPA2222", "DUPB2222")),
-        ("same title and year", ("DUPC2222", "DUPD2222")),
+        ("same title", ("DUPC2222", "DUPD2222", "DUPE2222")),
     ]
 
 

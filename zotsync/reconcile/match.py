@@ -53,7 +53,8 @@ class Unmatched:
 
 @dataclass(frozen=True, slots=True)
 class Duplicate:
-    """Zotero items that look like one work: the same DOI, or the same title and year."""
+    """Zotero items that look like one work: the same DOI, or the same normalised title (a preprint
+    and its published version often differ only in year; the curator decides)."""
 
     reason: str
     title: str
@@ -299,13 +300,13 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
 
 
 def find_duplicates(items: Iterable[Item], titles: dict[str, str]) -> list[Duplicate]:
-    """Items sharing a DOI, or a normalised title and year: likely one work entered twice."""
+    """Items sharing a DOI or a normalised title: likely one work entered twice."""
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for item in items:
         if doi := normalize.doi(item.doi):
             groups[("same DOI", doi)].append(item)
         if title := titles[item.key]:
-            groups[("same title and year", f"{title}\x00{item.year}")].append(item)
+            groups[("same title", title)].append(item)
     found = {
         tuple(sorted(i.key for i in group)): Duplicate(reason, min(group, key=lambda i: i.key).title, ())
         for (reason, _), group in groups.items()
