@@ -56,6 +56,9 @@ class _State:
         if not self.quiet:
             click.echo(message, err=True)
 
+    def say_written(self, path: Path, wrote: bool) -> None:
+        self.say(f"{'wrote' if wrote else 'unchanged'} {path}")
+
 
 pass_state = click.make_pass_decorator(_State)
 
@@ -102,8 +105,7 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
         click.echo(text, nl=False)
         return
     path = app.default_output(state.config, fmt) if output is None else Path(output)
-    wrote = write_atomically(path, text)
-    state.say(f"{'wrote' if wrote else 'unchanged'} {path}")
+    state.say_written(path, write_atomically(path, text))
 
 
 @cli.command("sync")
@@ -113,7 +115,7 @@ def sync_command(state: _State) -> None:
     report, written = app.run_sync(state.config, progress=not state.quiet)
     state.say(report.summary())
     for path, wrote in written:
-        state.say(f"{'wrote' if wrote else 'unchanged'} {path}")
+        state.say_written(path, wrote)
 
 
 @cli.command("status")
