@@ -231,3 +231,15 @@ def test_page_order_catalogue_first_then_collection_paths_sorted() -> None:
         ("Top / A child", "Alpha"),  # an item in two collections: one row per collection
         ("Unfiled", "Loose"),
     ]
+
+
+def test_curated_links_win_and_zotero_adds_its_pdfs_unless_the_curator_has_one() -> None:
+    lib = library(
+        api_item("LINK2222", "Linked", url="https://zotero.example/p"), api_pdf("PDFL2222", "LINK2222")
+    )
+    own_pdf = entry("Linked", "Mine", links=(Link("Paper", "https://p"), Link("PDF", "my.pdf")))
+    plain = entry("Linked", "Plain", links=(Link("Note", "notes/l.md"), Link("Paper", "https://p")))
+    catalogue = Catalogue("t", "", (Category("Mine", (own_pdf,)), Category("Plain", (plain,))))
+    rows = {r.category: r.links for r in reconcile(catalogue, lib).placements}
+    assert rows["Mine"] == own_pdf.links
+    assert rows["Plain"] == (*plain.links, Link("PDF", "zotero://open-pdf/library/items/PDFL2222"))

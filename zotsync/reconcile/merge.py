@@ -66,6 +66,16 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
     return Reconciliation(tuple(ordered), matches, tuple(dict.fromkeys(conflicts)))
 
 
+def merge_links(curated: tuple[Link, ...], zotero: tuple[Link, ...]) -> tuple[Link, ...]:
+    """The curator's links win, in the curator's order; without any, Zotero's whole list. Zotero owns the
+    PDFs, so they join a curated list that has no PDF link of its own."""
+    if not curated:
+        return zotero
+    if any(link.label.startswith("PDF") for link in curated):
+        return curated
+    return curated + tuple(link for link in zotero if link.label.startswith("PDF"))
+
+
 @dataclass(frozen=True, slots=True)
 class _RowBuilder:
     options: Options
@@ -103,7 +113,7 @@ class _RowBuilder:
             doi=base.doi or entry.doi,
             url=base.url or entry.url,
             noted=entry.noted,
-            links=entry.links or base.links,
+            links=merge_links(entry.links, base.links),
             zotero_key=base.zotero_key,
             tags=base.tags,
             collections=base.collections,
