@@ -14,7 +14,7 @@ from conftest import SEEDS
 from factories import api_collection, api_item, api_pdf, write_json
 
 from zotsync.errors import StoreError
-from zotsync.model import Collection, Tag
+from zotsync.model import Collection, Item, Tag
 from zotsync.sources import SnapshotSource
 from zotsync.store import MIGRATIONS, Changes, Store
 from zotsync.sync import pull
@@ -208,18 +208,28 @@ def test_a_trashed_collection_leaves_and_its_restore_brings_its_items_back(tmp_p
     assert restored.items[0].collections == ("SUBB2222",)
 
 
-def test_pull_full_rewrites_objects_even_at_the_same_version(tmp_path: Path) -> None:
+def test_a_hand_edited_snapshot_needs_no_version_bump(tmp_path: Path) -> None:
     objects = [api_item("ITEM2222", "Original", version=5)]
     path = write_json(tmp_path / "lib.json", objects)
     with Store(tmp_path / "s.sqlite") as store:
         pull(SnapshotSource(path), store)
-        objects[0]["data"]["title"] = "Fixed upstream without a version bump"
+        objects[0]["data"]["title"] = "Edited by hand"
         write_json(path, objects)
-        assert (
-            store.load().items[0].title == "Original" and not pull(SnapshotSource(path), store).result.changed
-        )
-        pull(SnapshotSource(path), store, full=True)
-        assert store.load().items[0].title == "Fixed upstream without a version bump"
+        assert pull(SnapshotSource(path), store).result.items_updated == 1
+        assert store.load().items[0].title == "Edited by hand"
+        assert not pull(SnapshotSource(path), store).result.changed
+
+
+def test_pull_full_rewrites_objects_a_trusted_version_would_skip(tmp_path: Path) -> None:
+    def changes(title: str) -> Changes:
+        return Changes(library_version=5, items=(Item.from_api(api_item("ITEM2222", title, version=5)),))
+
+    with Store(tmp_path / "s.sqlite") as store:
+        store.apply(changes("Original"), "web:x")
+        assert not store.apply(changes("Fixed upstream, same version"), "web:x").changed
+        assert store.load().items[0].title == "Original"
+        assert store.apply(changes("Fixed upstream, same version"), "web:x", rewrite=True).items_updated == 1
+        assert store.load().items[0].title == "Fixed upstream, same version"
 
 
 def test_a_subcollection_moved_out_of_a_deleted_parent_in_the_same_pull_stays(tmp_path: Path) -> None:

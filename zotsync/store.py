@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .errors import StoreError
 from .model import Collection, Creator, Item, Library, Tag
@@ -85,6 +86,9 @@ class Changes:
     complete: bool = False
     library_type: str = "user"
     library_id: str = ""
+    # False when an object's content may change without its version (a hand-edited snapshot): the store
+    # then compares content, not just versions, before it skips an object.
+    trust_versions: bool = True
 
 
 @dataclass(slots=True)
@@ -183,7 +187,8 @@ class Store:
     # -- writing --------------------------------------------------------------------------------
     def apply(self, changes: Changes, source_id: str, rewrite: bool = False) -> ApplyResult:
         """Land one pull atomically; a source other than the store's own replaces the store's content.
-        Objects whose version the store already has are skipped unless `rewrite` (`pull --full`)."""
+        An object whose version the store already has is skipped, unless `rewrite` (`pull --full`) or
+        an untrusted version asks to compare content first; an identical object is never rewritten."""
         result = ApplyResult()
         with self._transaction() as db:
             if self.state("source") not in (None, source_id):
@@ -208,14 +213,13 @@ class Store:
                 result.collections_removed += 1
             # Memberships stay: they belong to the items, `load` shows only those of existing
             # collections, and a collection restored from the trash finds its items again.
+            stored_collections = {row[0]: row for row in db.execute("SELECT * FROM collections")}
             for collection in live_collections:
-                if known_collections.get(collection.key) == collection.version and not rewrite:
+                row = (collection.key, collection.version, collection.name, collection.parent_key)
+                if stored_collections.get(collection.key) == row:
                     continue
-                db.execute(
-                    "INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)",
-                    (collection.key, collection.version, collection.name, collection.parent_key),
-                )
-                result.collections_changed += known_collections.get(collection.key) != collection.version
+                db.execute("INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)", row)
+                result.collections_changed += 1
 
             incoming = {i.key for i in changes.items}
             gone = set(changes.deleted_items) - incoming
@@ -226,12 +230,16 @@ class Store:
                 result.items_removed += 1
                 result.removed_keys.append(key)
             for item in changes.items:
-                if known.get(item.key) == item.version and not rewrite:
+                same_version = known.get(item.key) == item.version
+                if same_version and not rewrite and changes.trust_versions:
                     continue
-                _write_item(db, item)
+                row = _item_row(item)
+                if same_version and row == _stored_item_row(db, item.key):
+                    continue
+                _write_item(db, row)
                 if item.key not in known:
                     result.items_added += 1
-                elif known[item.key] != item.version:
+                else:
                     result.items_updated += 1
 
             for name, value in (
@@ -316,33 +324,46 @@ class Store:
         return Library(items, collections, self.library_version, library_type, library_id)
 
 
-def _write_item(db: sqlite3.Connection, item: Item) -> None:
+_ItemRow = tuple[tuple[Any, ...], tuple[tuple[str, int], ...], tuple[str, ...]]
+
+
+def _item_row(item: Item) -> _ItemRow:
+    """An item as the store holds it: its `items` row, its tags, its collections."""
     creators = [
         {"creator_type": c.creator_type, "last_name": c.last_name, "first_name": c.first_name, "name": c.name}
         for c in item.creators
     ]
+    row = (
+        item.key,
+        item.version,
+        item.item_type,
+        item.parent_key,
+        item.title,
+        int(item.deleted),
+        json.dumps(creators, ensure_ascii=False),
+        json.dumps(dict(item.fields), ensure_ascii=False, sort_keys=True),
+    )
+    return row, tuple((t.name, t.type) for t in item.tags), item.collections
+
+
+def _stored_item_row(db: sqlite3.Connection, key: str) -> _ItemRow:
+    row = db.execute("SELECT * FROM items WHERE key = ?", (key,)).fetchone()
+    tags = db.execute("SELECT tag, type FROM item_tags WHERE item_key = ? ORDER BY position", (key,))
+    memberships = db.execute(
+        "SELECT collection_key FROM item_collections WHERE item_key = ? ORDER BY position", (key,)
+    )
+    return tuple(row), tuple(map(tuple, tags)), tuple(c for (c,) in memberships)
+
+
+def _write_item(db: sqlite3.Connection, row: _ItemRow) -> None:
+    fields, tags, collections = row
+    key = fields[0]
     # DELETE first so the cascade clears tags and memberships that the new version no longer has.
-    db.execute("DELETE FROM items WHERE key = ?", (item.key,))
-    db.execute(
-        "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            item.key,
-            item.version,
-            item.item_type,
-            item.parent_key,
-            item.title,
-            int(item.deleted),
-            json.dumps(creators, ensure_ascii=False),
-            json.dumps(dict(item.fields), ensure_ascii=False, sort_keys=True),
-        ),
-    )
+    db.execute("DELETE FROM items WHERE key = ?", (key,))
+    db.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)", fields)
+    db.executemany("INSERT INTO item_tags VALUES (?, ?, ?, ?)", ((key, n, *t) for n, t in enumerate(tags)))
     db.executemany(
-        "INSERT INTO item_tags VALUES (?, ?, ?, ?)",
-        ((item.key, n, t.name, t.type) for n, t in enumerate(item.tags)),
-    )
-    db.executemany(
-        "INSERT INTO item_collections VALUES (?, ?, ?)",
-        ((item.key, n, c) for n, c in enumerate(item.collections)),
+        "INSERT INTO item_collections VALUES (?, ?, ?)", ((key, n, c) for n, c in enumerate(collections))
     )
 
 

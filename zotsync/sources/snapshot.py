@@ -44,6 +44,7 @@ class SnapshotSource:
             items=tuple(items),
             collections=tuple(collections),
             complete=True,
+            trust_versions=False,
             library_type=str(library.get("type", "user")),
             library_id=str(library.get("id", "")),
         )
