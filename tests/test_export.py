@@ -130,3 +130,21 @@ def test_csv_round_trips_any_text(titles: list[str]) -> None:
     guarded = ["'" + t if t.startswith(("=", "+", "-", "@", "\t", "\r")) else t for t in titles]
     expected = [t.replace("\r\n", "\n").replace("\r", "\n") for t in guarded]
     assert parsed == expected
+
+
+def test_atomic_writes_keep_a_files_mode_and_give_new_files_the_usual_one(tmp_path) -> None:
+    import os
+    import stat
+
+    from zotsync.export import write_atomically
+
+    old_mask = os.umask(0o022)
+    try:
+        fresh = tmp_path / "catalog.md"
+        assert write_atomically(fresh, "one\n")
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644  # readable by a web server, as the page must be
+        fresh.chmod(0o640)
+        assert write_atomically(fresh, "two\n") and not write_atomically(fresh, "two\n")
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o640
+    finally:
+        os.umask(old_mask)

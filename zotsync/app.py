@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +90,7 @@ def status(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog)
     with open_store(config, must_exist=True) as store:
         merged = merge(config, catalogue, store)
-        state = {name: store.state(name) for name in ("library_version", "last_sync_at", "source")}
+        state = {name: store.state(name) for name in ("library_version", "last_sync_at")}
     rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
     return {
@@ -225,7 +224,7 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
             for title in [next((e.title for e in catalogue.entries if normalize.title(e.title) == key), key)]
             if matched.key == item.key and key != wanted
         ]
-        written = _write_catalogue(config.catalog, text, result.text)
+        written = write_atomically(config.catalog, result.text)
     where = ", ".join(f"'{c}'" for c in result.categories)
     if not written:
         messages.append(f"'{result.title}' is already pinned to {item.key}; {config.catalog} unchanged")
@@ -255,7 +254,7 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
         result = catalog_edit.adopt(
             text, category, item.title, item.key, create_category=new_category, name=str(config.catalog)
         )
-        written = _write_catalogue(config.catalog, text, result.text)
+        written = write_atomically(config.catalog, result.text)
     messages = []
     if result.created_category:
         messages.append(f"added the category '{result.categories[0]}' at the end of the catalogue")
@@ -290,13 +289,3 @@ def _regular_item(items: Sequence[Item], key: str) -> Item:
         kind = "a child item" if item.parent_key else f"a standalone {item.item_type}"
         raise catalog_edit.CatalogEditError(f"{key} is {kind}, not a top-level item")
     return item
-
-
-def _write_catalogue(path: Path, old: str, new: str) -> bool:
-    """Atomically, keeping the file's permissions (the temporary file is created private)."""
-    if new == old:
-        return False
-    mode = path.stat().st_mode & 0o7777
-    written = write_atomically(path, new)
-    os.chmod(path, mode)
-    return written

@@ -36,8 +36,11 @@ def write_atomically(path: Path, text: str) -> bool:
         if path.exists() and path.read_bytes() == data:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
+        # mkstemp makes the file private; the result keeps the old file's mode, or gets the usual one.
+        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
+            os.fchmod(handle, mode)
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
                 stream.flush()
@@ -49,3 +52,9 @@ def write_atomically(path: Path, text: str) -> bool:
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return True
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
