@@ -140,15 +140,23 @@ class Item:
     @property
     def venue_source(self) -> str:
         """Where the work appeared, as Zotero spells it (empty when unknown)."""
-        return next((self.get(f).strip() for f in VENUE_FIELDS if self.get(f).strip()), "")
+        return next((value for f in VENUE_FIELDS if (value := self.get(f).strip())), "")
 
     @property
     def doi(self) -> str:
-        return self.get("DOI") or _extra_field(self.get("extra"), "DOI")
+        return self.get("DOI") or self.extra_field("DOI")
 
     @property
     def url(self) -> str:
         return self.get("url")
+
+    def extra_field(self, name: str) -> str:
+        """`Name: value` from Zotero's free-form `extra` field (one per line; plugins store state there)."""
+        prefix = name.casefold() + ":"
+        for line in self.get("extra").splitlines():
+            if line.casefold().startswith(prefix):
+                return line[len(prefix) :].strip()
+        return ""
 
     @property
     def is_pdf(self) -> bool:
@@ -160,22 +168,9 @@ _STRUCTURED = frozenset(
 )
 
 
-def _extra_field(extra: str, name: str) -> str:
-    """Read `Name: value` from Zotero's free-form `extra` field (one field per line)."""
-    prefix = name.casefold() + ":"
-    for line in extra.splitlines():
-        if line.casefold().startswith(prefix):
-            return line[len(prefix) :].strip()
-    return ""
-
-
-def extra_field(item: Item, name: str) -> str:
-    return _extra_field(item.get("extra"), name)
-
-
 @dataclass(frozen=True, slots=True)
 class Library:
-    """Everything the store holds about one Zotero library at one version."""
+    """Everything the store holds about one Zotero library."""
 
     items: tuple[Item, ...] = ()
     collections: tuple[Collection, ...] = ()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
 
-from ..model import CatalogueEntry, Item, extra_field
+from ..model import CatalogueEntry, Item
 from . import normalize
 
 # rapidfuzz's fuzz.ratio (0–100) on normalised titles. A fuzzy match needs this score and a lead of
@@ -116,7 +116,7 @@ def _values(normalizer: Callable[[str], str], values: Iterable[str]) -> set[str]
 
 
 def item_arxiv_ids(item: Item) -> set[str]:
-    sources = (item.get("archiveID"), item.url, item.doi, extra_field(item, "arXiv"))
+    sources = (item.get("archiveID"), item.url, item.doi, item.extra_field("arXiv"))
     return _values(normalize.arxiv, (s for s in sources if "arxiv" in s.casefold() or s[:1].isdigit()))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status, extra_field
+from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
 from . import normalize
 from .match import MatchResult, match
 from .venue import VenueTable, derive_venue
@@ -143,7 +143,7 @@ class _RowBuilder:
         """Read when tagged with a configured read tag or marked Read by the Reading List plugin."""
         if any(t.name in self.options.read_tags for t in item.tags):
             return "read"
-        return "read" if extra_field(item, "Read_Status").casefold() == "read" else None
+        return "read" if item.extra_field("Read_Status").casefold() == "read" else None
 
     def links(self, item: Item) -> tuple[Link, ...]:
         links: list[Link] = []
