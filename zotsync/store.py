@@ -12,7 +12,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,6 @@ class ApplyResult:
     items_removed: int = 0
     collections_changed: int = 0
     collections_removed: int = 0
-    removed_keys: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -181,9 +180,6 @@ class Store:
     def item_versions(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT key, version FROM items"))
 
-    def collection_versions(self) -> dict[str, int]:
-        return dict(self._db.execute("SELECT key, version FROM collections"))
-
     # -- writing --------------------------------------------------------------------------------
     def apply(self, changes: Changes, source_id: str, rewrite: bool = False) -> ApplyResult:
         """Land one pull atomically; a source other than the store's own replaces the store's content.
@@ -195,7 +191,7 @@ class Store:
                 db.execute("DELETE FROM items")
                 db.execute("DELETE FROM collections")
             known = self.item_versions()
-            known_collections = self.collection_versions()
+            stored_collections = {row[0]: row for row in db.execute("SELECT * FROM collections")}
 
             # A trashed collection leaves like a deleted one; its restore brings it back with a new version.
             # Subcollections go with their parent, judged on the tree as this pull leaves it (a child
@@ -203,17 +199,16 @@ class Store:
             incoming_collections = {c.key for c in changes.collections if not c.deleted}
             gone_roots = set(changes.deleted_collections) | {c.key for c in changes.collections if c.deleted}
             if changes.complete:
-                gone_roots |= set(known_collections) - incoming_collections
-            parents = dict(db.execute("SELECT key, parent_key FROM collections"))
+                gone_roots |= set(stored_collections) - incoming_collections
+            parents = {key: row[3] for key, row in stored_collections.items()}
             parents.update({c.key: c.parent_key for c in changes.collections})
             gone_collections = with_descendants(gone_roots, parents)
             live_collections = [c for c in changes.collections if c.key not in gone_collections]
-            for key in gone_collections & set(known_collections):
+            for key in gone_collections & set(stored_collections):
                 db.execute("DELETE FROM collections WHERE key = ?", (key,))
                 result.collections_removed += 1
             # Memberships stay: they belong to the items, `load` shows only those of existing
             # collections, and a collection restored from the trash finds its items again.
-            stored_collections = {row[0]: row for row in db.execute("SELECT * FROM collections")}
             for collection in live_collections:
                 row = (collection.key, collection.version, collection.name, collection.parent_key)
                 if stored_collections.get(collection.key) == row:
@@ -228,7 +223,6 @@ class Store:
             for key in sorted(gone & set(known)):
                 db.execute("DELETE FROM items WHERE key = ?", (key,))
                 result.items_removed += 1
-                result.removed_keys.append(key)
             for item in changes.items:
                 same_version = known.get(item.key) == item.version
                 if same_version and not rewrite and changes.trust_versions:
