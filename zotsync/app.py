@@ -33,8 +33,11 @@ def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
 
 
 def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
-    source = open_source(config.source, progress)
-    with exclusive_lock(config.store), open_store(config) as store:
+    with (
+        open_source(config.source, progress) as source,
+        exclusive_lock(config.store),
+        open_store(config) as store,
+    ):
         return pull(source, store, full=full)
 
 
@@ -74,8 +77,11 @@ def run_sync(
     """pull, then every configured export and the change digest; the lock covers all of it so two cron
     runs never interleave."""
     catalogue = load_catalogue(config.catalog)  # a broken catalogue fails before any request
-    source = open_source(config.source, progress)
-    with exclusive_lock(config.store), open_store(config) as store:
+    with (
+        open_source(config.source, progress) as source,
+        exclusive_lock(config.store),
+        open_store(config) as store,
+    ):
         report = pull(source, store)
         page = merge(config, catalogue, store).page
         written = []

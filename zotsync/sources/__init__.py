@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from ..config import SourceConfig
 from .base import Source
 from .snapshot import SnapshotSource
 
 
-def open_source(config: SourceConfig, progress: bool = False) -> Source:
-    """The configured source; `progress` lets a long web pull draw a bar on a terminal."""
+@contextlib.contextmanager
+def open_source(config: SourceConfig, progress: bool = False) -> Iterator[Source]:
+    """The configured source, closed after use (the web source holds an HTTP connection pool);
+    `progress` lets a long web pull draw a bar on a terminal."""
     if config.type == "web":
         from .web import WebSource  # imports pyzotero, which the other sources do not need
 
-        return WebSource(config, progress=progress)
+        with WebSource(config, progress=progress) as web:
+            yield web
+        return
+    assert config.path is not None  # guaranteed by config validation
     if config.type == "local":
         from .local import LocalSource
 
-        assert config.path is not None
-        return LocalSource(config.path)
-    assert config.path is not None  # guaranteed by config validation
-    return SnapshotSource(config.path)
+        yield LocalSource(config.path)
+    else:
+        yield SnapshotSource(config.path)
 
 
 __all__ = ["SnapshotSource", "Source", "open_source"]
