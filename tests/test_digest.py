@@ -181,7 +181,7 @@ def trash_horizontal_fusion(data: dict) -> bool | None:
 
 def test_sync_writes_a_dated_digest_only_when_the_page_changed(project: Path, config) -> None:
     changes = project / "exports" / "CHANGES.md"
-    _, written = app.run_sync(config, clock=lambda: DAY1)
+    written = app.run_sync(config, clock=lambda: DAY1).written
     assert not changes.exists()  # the first sync records the baseline only
     assert changes not in [path for path, _ in written]
 
@@ -198,7 +198,7 @@ def test_sync_writes_a_dated_digest_only_when_the_page_changed(project: Path, co
     assert marked != text
     catalog.write_text(marked, encoding="utf-8")
 
-    _, written = app.run_sync(config, clock=lambda: DAY2)
+    written = app.run_sync(config, clock=lambda: DAY2).written
     assert (changes, True) in written
     expected = (
         "## 2026-12-02 09:30 UTC\n\n"
@@ -210,7 +210,7 @@ def test_sync_writes_a_dated_digest_only_when_the_page_changed(project: Path, co
     assert changes.read_text(encoding="utf-8") == expected
 
     before = (changes.read_bytes(), changes.stat().st_mtime_ns)
-    _, written = app.run_sync(config, clock=lambda: DAY2 + timedelta(hours=1))
+    written = app.run_sync(config, clock=lambda: DAY2 + timedelta(hours=1)).written
     assert (changes.read_bytes(), changes.stat().st_mtime_ns) == before
     assert changes not in [path for path, _ in written]
 

@@ -42,6 +42,21 @@ def run_pull(config: Config, full: bool = False, progress: bool = False) -> Pull
 
 
 @dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What one `sync` did: the pull, each file it wrote (or found unchanged), and the HTTP requests
+    the source sent (0 for local sources)."""
+
+    pull: PullReport
+    written: tuple[tuple[Path, bool], ...]
+    requests: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """Whether any export file changed."""
+        return any(wrote for _, wrote in self.written)
+
+
+@dataclass(frozen=True, slots=True)
 class Merged:
     page: Page
     reconciliation: Reconciliation
@@ -72,8 +87,8 @@ def render(config: Config, fmt: str) -> str:
 
 
 def run_sync(
-    config: Config, clock: digest.Clock = digest.utc_now, progress: bool = False
-) -> tuple[PullReport, list[tuple[Path, bool]]]:
+    config: Config, clock: digest.Clock = digest.utc_now, progress: bool = False, full: bool = False
+) -> SyncResult:
     """pull, then every configured export and the change digest; the lock covers all of it so two cron
     runs never interleave."""
     catalogue = load_catalogue(config.catalog)  # a broken catalogue fails before any request
@@ -82,14 +97,14 @@ def run_sync(
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
-        report = pull(source, store)
+        report = pull(source, store, full=full)
         page = merge(config, catalogue, store).page
         written = []
         for fmt in config.exports.formats:
             path = default_output(config, fmt)
             written.append((path, write_atomically(path, RENDERERS[fmt](page))))
         written += record_changes(config, store, page, clock)
-    return report, written
+    return SyncResult(report, tuple(written), source.requests)
 
 
 def status(config: Config) -> dict[str, Any]:

@@ -112,9 +112,9 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 @pass_state
 def sync_command(state: _State) -> None:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
-    report, written = app.run_sync(state.config, progress=not state.quiet)
-    state.say(report.summary())
-    for path, wrote in written:
+    result = app.run_sync(state.config, progress=not state.quiet)
+    state.say(result.pull.summary())
+    for path, wrote in result.written:
         state.say_written(path, wrote)
 
 

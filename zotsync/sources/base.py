@@ -15,6 +15,11 @@ class Source(Protocol):
         """Names the library; a store filled from another library is rebuilt from scratch."""
         ...
 
+    @property
+    def requests(self) -> int:
+        """HTTP requests sent so far (0 for sources that read local files)."""
+        ...
+
     def changes(self, since: int | None) -> Changes | None:
         """Everything changed after library version `since` (all of it when None); None when nothing
         changed. Raises SourceError (exit 1) or ConfigError (exit 2) with one clear line."""

@@ -127,6 +127,8 @@ class LocalSource:
         self.path = path
         self.database = path / DATABASE if path.is_dir() else path
 
+    requests = 0  # reads a local file: no HTTP
+
     @property
     def id(self) -> str:
         return f"local:{self.database.resolve()}"

@@ -14,6 +14,8 @@ class SnapshotSource:
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    requests = 0  # reads a local file: no HTTP
+
     @property
     def id(self) -> str:
         return f"snapshot:{self.path}"
