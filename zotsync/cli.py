@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -109,13 +110,21 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 
 
 @cli.command("sync")
+@click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: what changed, requests, files.")
+@click.option("--exit-code", is_flag=True, help="Exit 3 when an export changed, 0 when nothing did.")
 @pass_state
-def sync_command(state: _State) -> None:
+def sync_command(state: _State, full: bool, as_json: bool, exit_code: bool) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
-    result = app.run_sync(state.config, progress=not state.quiet)
-    state.say(result.pull.summary())
-    for path, wrote in result.written:
-        state.say_written(path, wrote)
+    started = time.monotonic()
+    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full)
+    if as_json:  # stdout holds the JSON alone; the human lines would only repeat it
+        click.echo(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False))
+    else:
+        state.say(result.pull.summary())
+        for path, wrote in result.written:
+            state.say_written(path, wrote)
+    return 3 if exit_code and result.changed else 0
 
 
 @cli.command("status")
