@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import __version__
+from . import __version__, runlog
 from .errors import ZotsyncError
 
 if TYPE_CHECKING:
@@ -51,21 +52,26 @@ class _State:
         self.verbose = verbose
         self.quiet = quiet
         self._config: Config | None = None
-        self.configure_logging()
+        self._stderr = logging.StreamHandler(sys.stderr)
+        self._stderr.setFormatter(logging.Formatter("zotsync: %(message)s"))
+        self._stderr.addFilter(_Redact())
+        log.handlers = [self._stderr]
+        self.set_levels()
 
     def absorb(self, params: dict[str, Any]) -> None:
         """Take the global options a subcommand was given (`zotsync sync -q`) out of its params."""
         config_path, verbose, quiet = (params.pop(name) for name in ("config_path", "verbose", "quiet"))
         self.config_path = config_path or self.config_path
         self.verbose, self.quiet = self.verbose or verbose, self.quiet or quiet
-        self.configure_logging()
+        self.set_levels()
 
-    def configure_logging(self) -> None:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("zotsync: %(message)s"))
-        handler.addFilter(_Redact())
-        log.handlers = [handler]
-        log.setLevel(logging.DEBUG if self.verbose else logging.WARNING if self.quiet else logging.INFO)
+    def set_levels(self) -> None:
+        self._stderr.setLevel(
+            logging.DEBUG if self.verbose else logging.WARNING if self.quiet else logging.INFO
+        )
+        log.setLevel(
+            logging.DEBUG if self.verbose else logging.INFO
+        )  # the handlers choose; a log file sees INFO
 
     @property
     def config(self) -> Config:
@@ -73,16 +79,18 @@ class _State:
             from .config import find_config, load_config
 
             self._config = load_config(find_config(self.config_path))
+            runlog.events.info("config %s", self._config.path)
             if self._config.source.api_key:
                 _secrets.add(self._config.source.api_key)
         return self._config
 
-    def say(self, message: str) -> None:
-        if not self.quiet:
+    def say(self, message: str, log_only: bool = False) -> None:
+        runlog.events.info(message)  # reaches a --log-file, if there is one, even under -q
+        if not (self.quiet or log_only):
             click.echo(message, err=True)
 
-    def say_written(self, path: Path, wrote: bool) -> None:
-        self.say(f"{'wrote' if wrote else 'unchanged'} {path}")
+    def say_written(self, path: Path, wrote: bool, log_only: bool = False) -> None:
+        self.say(f"{'wrote' if wrote else 'unchanged'} {path}", log_only)
 
 
 pass_state = click.make_pass_decorator(_State)
@@ -134,11 +142,22 @@ class _Group(click.Group):
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log each step, and show tracebacks on errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option(
+    "--log-file",
+    metavar="PATH",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also log this run to PATH (rotating, timestamped, even with -q).",
+)
 @click.version_option(__version__, prog_name="zotsync")
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool) -> None:
+def cli(
+    ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool, log_file: Path | None
+) -> None:
     """Keep a curated reading list in sync with a Zotero library."""
     ctx.obj = _State(config_path, verbose, quiet)
+    if log_file is not None:
+        runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, _Redact())
+        runlog.events.info("zotsync %s %s", __version__, ctx.invoked_subcommand or "")
     if ctx.invoked_subcommand is None:  # a bare `zotsync`: the help, like git and llm
         click.echo(ctx.get_help())
         ctx.exit(0)
@@ -174,15 +193,22 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 
 
 @cli.command("sync")
+@click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: what changed, requests, files.")
+@click.option("--exit-code", is_flag=True, help="Exit 3 when an export changed, 0 when nothing did.")
 @pass_state
-def sync_command(state: _State) -> None:
+def sync_command(state: _State, full: bool, as_json: bool, exit_code: bool) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
     from . import app
 
-    result = app.run_sync(state.config, progress=not state.quiet)
-    state.say(result.pull.summary())
+    started = time.monotonic()
+    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full)
+    if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
+        click.echo(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False))
+    state.say(result.pull.summary(), log_only=as_json)
     for path, wrote in result.written:
-        state.say_written(path, wrote)
+        state.say_written(path, wrote, log_only=as_json)
+    return 3 if exit_code and result.changed else 0
 
 
 @cli.command("status")
@@ -239,17 +265,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         _secrets.add(os.environ["ZOTERO_API_KEY"])
     try:
         result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
-        return result if isinstance(result, int) else 0
+        code = result if isinstance(result, int) else 0
     except ZotsyncError as exc:
-        return _fail(str(exc), exc.exit_code, verbose)
+        code = _fail(str(exc), exc.exit_code, verbose)
     except click.exceptions.Abort:
-        return _fail("interrupted", 130, False)
+        code = _fail("interrupted", 130, False)
     except click.UsageError as exc:
-        return _fail(usage_message(exc), exc.exit_code, False)
+        code = _fail(usage_message(exc), exc.exit_code, False)
     except click.ClickException as exc:
-        return _fail(" ".join(exc.format_message().split()), exc.exit_code, False)
+        code = _fail(" ".join(exc.format_message().split()), exc.exit_code, False)
     except Exception as exc:  # a bug: still one line, the traceback only when asked for
-        return _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+        code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+    runlog.close_log(code)
+    return code
 
 
 def usage_message(exc: click.UsageError) -> str:
@@ -284,4 +312,5 @@ def _fail(message: str, code: int, verbose: bool) -> int:
     if verbose:
         click.echo(redact(traceback.format_exc()), err=True, nl=False)
     click.echo(redact(f"zotsync: error: {message}"), err=True)
+    runlog.events.error(message)  # the file handler masks secrets too
     return code
