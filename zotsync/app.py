@@ -55,6 +55,24 @@ class SyncResult:
         """Whether any export file changed."""
         return any(wrote for _, wrote in self.written)
 
+    def summary(self, duration_s: float) -> dict[str, Any]:
+        """The one JSON object `sync --json` prints (docs/commands.md lists every field)."""
+        counts = self.pull.result
+        return {
+            "changed": self.changed,
+            "library_version": self.pull.to_version,
+            "previous_version": self.pull.from_version,
+            "requests": self.requests,
+            "files": [str(path) for path, wrote in self.written if wrote],
+            "unchanged": [str(path) for path, wrote in self.written if not wrote],
+            "duration_s": round(duration_s, 3),
+            "items_added": counts.items_added,
+            "items_updated": counts.items_updated,
+            "items_removed": counts.items_removed,
+            "collections_changed": counts.collections_changed,
+            "collections_removed": counts.collections_removed,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Merged:
