@@ -6,13 +6,14 @@ import json
 import logging
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 import click
 
-from . import __version__, app
+from . import __version__, app, runlog
 from .config import Config, load_config, resolve_path
 from .errors import ZotsyncError
 from .export import write_atomically
@@ -48,16 +49,18 @@ class _State:
     def config(self) -> Config:
         if self._config is None:
             self._config = load_config(resolve_path(self.config_path))
+            runlog.events.info("config %s", self._config.path)
             if self._config.source.api_key:
                 _secrets.add(self._config.source.api_key)
         return self._config
 
-    def say(self, message: str) -> None:
-        if not self.quiet:
+    def say(self, message: str, log_only: bool = False) -> None:
+        runlog.events.info(message)  # reaches a --log-file, if there is one, even under -q
+        if not (self.quiet or log_only):
             click.echo(message, err=True)
 
-    def say_written(self, path: Path, wrote: bool) -> None:
-        self.say(f"{'wrote' if wrote else 'unchanged'} {path}")
+    def say_written(self, path: Path, wrote: bool, log_only: bool = False) -> None:
+        self.say(f"{'wrote' if wrote else 'unchanged'} {path}", log_only)
 
 
 pass_state = click.make_pass_decorator(_State)
@@ -72,16 +75,28 @@ pass_state = click.make_pass_decorator(_State)
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log each step, and show tracebacks on errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option(
+    "--log-file",
+    metavar="PATH",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also log this run to PATH (rotating, timestamped, even with -q).",
+)
 @click.version_option(__version__, prog_name="zotsync")
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool) -> None:
+def cli(
+    ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool, log_file: Path | None
+) -> None:
     """Keep a curated reading list in sync with a Zotero library."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("zotsync: %(message)s"))
     handler.addFilter(_Redact())
+    handler.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
     log.handlers = [handler]
-    log.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    log.setLevel(logging.DEBUG if verbose else logging.INFO)  # the handlers choose; a log file sees INFO
     ctx.obj = _State(config_path, verbose, quiet)
+    if log_file is not None:
+        runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, _Redact())
+        runlog.events.info("zotsync %s %s", __version__, ctx.invoked_subcommand or "")
 
 
 @cli.command("pull")
@@ -109,13 +124,20 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 
 
 @cli.command("sync")
+@click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: what changed, requests, files.")
+@click.option("--exit-code", is_flag=True, help="Exit 3 when an export changed, 0 when nothing did.")
 @pass_state
-def sync_command(state: _State) -> None:
+def sync_command(state: _State, full: bool, as_json: bool, exit_code: bool) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
-    result = app.run_sync(state.config, progress=not state.quiet)
-    state.say(result.pull.summary())
+    started = time.monotonic()
+    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full)
+    if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
+        click.echo(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False))
+    state.say(result.pull.summary(), log_only=as_json)
     for path, wrote in result.written:
-        state.say_written(path, wrote)
+        state.say_written(path, wrote, log_only=as_json)
+    return 3 if exit_code and result.changed else 0
 
 
 @cli.command("status")
@@ -157,8 +179,10 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
 
 def format_status(report: dict[str, Any]) -> str:
     lib, cat = report["library"], report["catalogue"]
+    name = f' "{lib["name"]}"' if lib["name"] else ""
     lines = [
-        f"library: version {lib['version']}, last sync {lib['last_sync_at']}; {lib['items']} items "
+        f"library: {lib['type']} {lib['id'] or '(local)'}{name} from {lib['source']}, "
+        f"version {lib['version']}, last sync {lib['last_sync_at']}; {lib['items']} items "
         f"({lib['trashed']} in the trash), {lib['collections']} collections",
         f"catalogue: {cat['entries']} entries in {cat['categories']} categories; read {cat['read']}, "
         f"unread {cat['unread']}; {cat['matched']} of the curated papers matched in Zotero",
@@ -200,19 +224,22 @@ def main(argv: list[str] | None = None) -> int:
         _secrets.add(os.environ["ZOTERO_API_KEY"])
     try:
         result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
-        return result if isinstance(result, int) else 0
+        code = result if isinstance(result, int) else 0
     except ZotsyncError as exc:
-        return _fail(str(exc), exc.exit_code, verbose)
+        code = _fail(str(exc), exc.exit_code, verbose)
     except click.exceptions.Abort:
-        return _fail("interrupted", 130, False)
+        code = _fail("interrupted", 130, False)
     except click.ClickException as exc:
-        return _fail(exc.format_message(), exc.exit_code, False)
+        code = _fail(exc.format_message(), exc.exit_code, False)
     except Exception as exc:  # a bug: still one line, the traceback only when asked for
-        return _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+        code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+    runlog.close_log(code)
+    return code
 
 
 def _fail(message: str, code: int, verbose: bool) -> int:
     if verbose:
         click.echo(redact(traceback.format_exc()), err=True, nl=False)
     click.echo(redact(f"zotsync: error: {message}"), err=True)
+    runlog.events.error(message)  # the file handler masks secrets too
     return code
