@@ -17,6 +17,7 @@ from . import __version__, app, runlog
 from .config import Config, load_config, resolve_path
 from .errors import ZotsyncError
 from .export import write_atomically
+from .schedule.commands import schedule
 
 log = logging.getLogger("zotsync")
 
@@ -175,6 +176,9 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
     new entry at the end of a category, keeping comments and layout."""
     for message in app.adopt(state.config, zotero_key, category, new_category=new_category).messages:
         state.say(message)
+
+
+cli.add_command(schedule)
 
 
 def format_status(report: dict[str, Any]) -> str:
