@@ -42,7 +42,8 @@ def write_atomically(path: Path, text: str) -> bool:
         mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            os.fchmod(handle, mode)
+            # By path, not os.fchmod, which Windows lacks; there it only sets or clears read-only.
+            os.chmod(temp, mode)
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
                 stream.flush()
