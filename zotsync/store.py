@@ -7,15 +7,15 @@ the library version advances only together with the data it describes.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import filelock
 
 from .errors import StoreError
 from .model import Collection, Creator, Item, Library, Tag
@@ -86,6 +86,7 @@ class Changes:
     complete: bool = False
     library_type: str = "user"
     library_id: str = ""
+    library_name: str = ""  # a group's name, or the user's zotero.org name; "" when the source does not say
     # False when an object's content may change without its version (a hand-edited snapshot): the store
     # then compares content, not just versions, before it skips an object.
     trust_versions: bool = True
@@ -240,6 +241,7 @@ class Store:
                 ("library_version", str(changes.library_version)),
                 ("library_type", changes.library_type),
                 ("library_id", changes.library_id),
+                ("library_name", changes.library_name),
                 ("source", source_id),
                 ("last_sync_at", _now()),
             ):
@@ -382,18 +384,19 @@ def _now() -> str:
 
 @contextlib.contextmanager
 def exclusive_lock(store_path: Path) -> Iterator[None]:
-    """One writer at a time: a second run (two cron jobs overlapping) fails at once instead of waiting."""
+    """One writer at a time: a second run (two cron jobs overlapping) fails at once instead of waiting.
+    filelock takes an OS lock (flock on Unix, LockFileEx on Windows) that the OS drops when a killed run
+    exits, so a stale lock file never blocks the next run."""
     lock_path = store_path.with_name(store_path.name + ".lock")
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        lock = filelock.FileLock(lock_path, timeout=0)
+        lock.acquire()
+    except filelock.Timeout:
+        raise StoreError(f"another zotsync run holds the lock {lock_path}") from None
     except OSError as exc:
-        raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
+        raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from exc
     try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StoreError(f"another zotsync run holds the lock {lock_path}") from None
         yield
     finally:
-        os.close(handle)
+        lock.release()

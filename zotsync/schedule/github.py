@@ -13,8 +13,6 @@ from ..config import Config
 from ..errors import ConfigError
 from . import fill, template
 
-DEFAULT_OUTPUT = Path(".github") / "workflows" / "zotsync.yml"
-
 
 def workflow(config: Config, root: Path, cron: str, when: str, install: str | None = None) -> str:
     if config.source.type == "local":

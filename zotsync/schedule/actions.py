@@ -1,4 +1,5 @@
-"""`zotsync schedule install|show|remove|github`: the command group, thin over cron, systemd, github."""
+"""`zotsync schedule install|show|remove|github`: what each command does, over cron, systemd, github.
+`state` is the CLI's: it has the loaded `config` and `say` (stderr unless -q, and the log file)."""
 
 from __future__ import annotations
 
@@ -6,45 +7,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-import click
-
 from ..errors import ConfigError
 from ..export import write_atomically
 from . import cron, github, job_argv, log_dir, parse_every, schedule_of, systemd
 
-WHEN = (
-    click.option("--every", metavar="30m|1h|6h|1d", help="How often (default 1h)."),
-    click.option(
-        "--cron", "cron_expression", metavar="EXPR", help="A cron expression instead, e.g. '17 * * * *'."
-    ),
-)
-SYSTEMD = click.option(
-    "--systemd", "systemd_timer", is_flag=True, help="A systemd user timer instead of a crontab entry."
-)
 
-
-def when(command: Any) -> Any:
-    for option in reversed(WHEN):
-        command = option(command)
-    return command
-
-
-@click.group("schedule")
-def schedule() -> None:
-    """Run `zotsync sync` on a schedule: one tagged crontab entry, a systemd user timer, or a GitHub
-    Actions workflow. See docs/scheduling.md."""
-
-
-@schedule.command("install")
-@when
-@SYSTEMD
-@click.pass_obj
-def install_command(state: Any, every: str | None, cron_expression: str | None, systemd_timer: bool) -> None:
-    """Install (or replace) the schedule that runs `zotsync -q sync` with this config."""
+def install(state: Any, every: str | None, cron_expression: str | None, systemd_timer: bool) -> None:
     config = state.config  # a broken config fails now, not at the first scheduled run
     logs = log_dir()
     try:
-        logs.mkdir(parents=True, exist_ok=True)  # cron's `>>` needs the folder
+        logs.mkdir(parents=True, exist_ok=True)  # cron's `>>` cannot make the folder
     except OSError as exc:
         raise ConfigError(f"cannot make the log folder {logs}: {exc.strerror or exc}") from None
     argv = job_argv(config.path, logs / "zotsync.log")
@@ -53,8 +25,7 @@ def install_command(state: Any, every: str | None, cron_expression: str | None, 
         if cron_expression:
             raise ConfigError("--systemd takes --every (a timer uses OnCalendar=, not a cron expression)")
         interval = parse_every(every or "1h")
-        paths = systemd.install(systemd.unit_dir(), systemd.units(interval, argv))
-        for path in paths:
+        for path in systemd.install(systemd.unit_dir(), systemd.units(interval, argv)):
             state.say(f"wrote {path}")
         state.say(f"runs every {interval}; log: {logs / 'zotsync.log'} (and `journalctl --user -u zotsync`)")
         if key_from_shell:
@@ -80,27 +51,18 @@ def install_command(state: Any, every: str | None, cron_expression: str | None, 
         )
 
 
-@schedule.command("show")
-@SYSTEMD
-@click.pass_obj
-def show_command(state: Any, systemd_timer: bool) -> None:
-    """Print the installed schedule, or say there is none."""
+def show(systemd_timer: bool) -> str:
+    """The installed schedule as text, or a sentence saying there is none."""
     if systemd_timer:
         paths = systemd.installed(systemd.unit_dir())
-        for path in paths:
-            click.echo(f"# {path}\n{path.read_text(encoding='utf-8')}")
         if not paths:
-            click.echo(f"no zotsync timer in {systemd.unit_dir()}")
-        return
+            return f"no zotsync timer in {systemd.unit_dir()}"
+        return "\n".join(f"# {path}\n{path.read_text(encoding='utf-8')}" for path in paths)
     lines = cron.find(cron.read_table())
-    click.echo("\n".join(lines) if lines else "no zotsync entry in the crontab")
+    return "\n".join(lines) if lines else "no zotsync entry in the crontab"
 
 
-@schedule.command("remove")
-@SYSTEMD
-@click.pass_obj
-def remove_command(state: Any, systemd_timer: bool) -> None:
-    """Remove zotsync's schedule, and nothing else."""
+def remove(state: Any, systemd_timer: bool) -> None:
     if systemd_timer:
         removed = systemd.remove(systemd.unit_dir())
         for path in removed:
@@ -119,24 +81,7 @@ def remove_command(state: Any, systemd_timer: bool) -> None:
     state.say("removed the zotsync entry from the crontab")
 
 
-@schedule.command("github")
-@when
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=str(github.DEFAULT_OUTPUT),
-    show_default=True,
-    help="Where to write the workflow.",
-)
-@click.option("--force", is_flag=True, help="Replace an existing workflow file.")
-@click.option(
-    "--install",
-    "install_spec",
-    metavar="SPEC",
-    help="What the runner pip-installs (default: . in a clone of zotsync).",
-)
-@click.pass_obj
-def github_command(
+def write_workflow(
     state: Any,
     every: str | None,
     cron_expression: str | None,
@@ -144,8 +89,6 @@ def github_command(
     force: bool,
     install_spec: str | None,
 ) -> None:
-    """Write a GitHub Actions workflow that syncs on a schedule (in UTC) and on demand, and commits the
-    exports when they changed. Run it from the root of the repository."""
     expression, words = schedule_of(every, cron_expression, default="1h")
     text = github.workflow(state.config, Path.cwd(), expression, words, install_spec)
     if output.exists() and not force:
