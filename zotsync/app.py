@@ -91,7 +91,7 @@ def merge(config: Config, catalogue: Catalogue, store: Store) -> Merged:
     )
     library = store.load()
     reconciliation = reconcile(catalogue, library, options)
-    page = Page(catalogue.title, catalogue.description, reconciliation.placements)
+    page = Page(catalogue.title, catalogue.description, reconciliation.placements, config.exports.labels)
     return Merged(page, reconciliation, library)
 
 
@@ -130,11 +130,25 @@ def status(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog)
     with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store)
-        state = {name: store.state(name) for name in ("library_version", "last_sync_at")}
+        state = {
+            name: store.state(name)
+            for name in (
+                "library_version",
+                "last_sync_at",
+                "library_type",
+                "library_id",
+                "library_name",
+                "source",
+            )
+        }
     rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
     return {
         "library": {
+            "type": state["library_type"] or "user",
+            "id": state["library_id"] or "",
+            "name": state["library_name"] or "",
+            "source": origin(state["source"] or ""),
             "version": int(state["library_version"]) if state["library_version"] else None,
             "last_sync_at": state["last_sync_at"],
             "items": sum(1 for i in library.items if i.is_regular and not i.deleted),
@@ -172,6 +186,12 @@ def status(config: Config) -> dict[str, Any]:
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
     }
+
+
+def origin(source_id: str) -> str:
+    """Where a source id says the library came from: the file, or the Web API's URL."""
+    kind, _, where = source_id.partition(":")
+    return where.partition("#")[0] if kind in ("local", "snapshot") else where
 
 
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:

@@ -220,6 +220,7 @@ class Changes:
     complete: bool = False
     library_type: str = "user"
     library_id: str = ""
+    library_name: str = ""  # a group's name, or the user's zotero.org name; "" when the source does not say
     # False when an object's content may change without its version (a hand-edited snapshot): the store
     # then compares content, not just versions, before it skips an object.
     trust_versions: bool = True
@@ -412,6 +413,7 @@ class Store:
                 ("library_version", str(changes.library_version)),
                 ("library_type", changes.library_type),
                 ("library_id", changes.library_id),
+                ("library_name", changes.library_name),
                 ("source", source_id),
                 ("last_sync_at", _now()),
             ):
