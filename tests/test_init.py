@@ -43,6 +43,7 @@ def test_init_web_writes_a_commented_config_an_empty_catalogue_and_exports(tmp_p
     )
     assert config.catalog == (folder / "catalog.yaml").resolve()
     assert config.exports.dir == (folder / "exports").resolve()
+    assert config.exports.language == "en"
     catalogue = load_catalogue(folder / "catalog.yaml")
     assert catalogue.categories == () and catalogue.title == "My reading list"
     assert "#  - name: " in (folder / "catalog.yaml").read_text(encoding="utf-8")  # the commented example

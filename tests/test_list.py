@@ -125,3 +125,10 @@ def test_status_text_counts_uncurated_items_without_an_inbox(synced: Path, run) 
     report = run("status", "--config", str(synced / "config" / "zotsync.yaml")).out
     count = len(listed(run, synced, "--uncurated"))
     assert f"items no curated entry claims: {count} (`zotsync list --uncurated` lists them)" in report
+
+
+def test_list_leaves_the_store_byte_for_byte(synced: Path, run) -> None:
+    store = synced / ".zotsync" / "zotsync.sqlite"
+    before = (store.read_bytes(), store.stat().st_mtime_ns)
+    assert len(listed(run, synced, "--search", "gpu")) > 0
+    assert (store.read_bytes(), store.stat().st_mtime_ns) == before

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .yamlio import load_yaml, where
+from .export.labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
+from .yamlio import load_yaml, text_of, where
 
 # Where a config is looked for when neither --config nor $ZOTSYNC_CONFIG names one, in order; the
 # user's config folder (platformdirs) comes last.
@@ -39,7 +40,7 @@ SCHEMA: dict[str, Any] = {
     },
     "catalog": None,
     "store": None,
-    "exports": {"dir": None, "formats": None, "archive_link": None},
+    "exports": {"dir": None, "formats": None, "archive_link": None, "language": None, "labels": None},
     "reconcile": {
         "read_tags": None,
         "abbreviate_venues": None,
@@ -65,6 +66,8 @@ class ExportsConfig:
     dir: Path
     formats: tuple[str, ...] = FORMATS
     archive_link: str = ""  # template for the 归档标签 link of rows without curated links; {key} = item key
+    language: str = DEFAULT_LANGUAGE  # the built-in words of the Markdown page
+    labels: Labels = field(default_factory=labels_for)  # those words, with exports.labels applied
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,10 +223,29 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             f"{where(path, exports_raw, 'formats')}: config key 'exports.formats' must list some of "
             f"{', '.join(FORMATS)}"
         )
+    language = text(exports_raw, "language", "exports.language", DEFAULT_LANGUAGE)
+    if language not in LANGUAGES:
+        raise ConfigError(
+            f"{where(path, exports_raw, 'language')}: config key 'exports.language' must be one of "
+            f"{', '.join(LANGUAGES)}, not '{language}'"
+        )
+    labels_raw = exports_raw.get("labels") or {}
+    if not isinstance(labels_raw, dict):
+        raise ConfigError(
+            f"{where(path, exports_raw, 'labels')}: config key 'exports.labels' must map label names to text"
+        )
+    try:
+        labels = labels_for(language, {name: text_of(labels_raw, name) for name in labels_raw})
+    except LabelError as exc:
+        raise ConfigError(
+            f"{where(path, labels_raw, exc.name)}: config key 'exports.labels': {exc}"
+        ) from None
     exports = ExportsConfig(
         dir=local(text(exports_raw, "dir", "exports.dir", "exports")),
         formats=tuple(dict.fromkeys(formats)),
         archive_link=text(exports_raw, "archive_link", "exports.archive_link"),
+        language=language,
+        labels=labels,
     )
 
     reconcile_raw = raw.get("reconcile") or {}

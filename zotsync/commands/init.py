@@ -160,6 +160,7 @@ def config_text(source: str, library_type: str, library_id: str, path: Path) -> 
             "exports:",
             "  dir: exports                  # where catalog.md, catalog.csv and CHANGES.md go",
             "  formats: [md, csv]",
+            "  language: en                  # en | zh: the page's own words; exports.labels overrides one",
             "",
         ]
     )
@@ -194,6 +195,7 @@ exports:
   dir: exports
   formats: [md, csv]
   archive_link: "archive/zotero.md#{{key}}"
+  language: zh               # the page's own words in Chinese, as the published list has them
 reconcile:
   abbreviate_venues: false   # the published page spells proceedings out
 """

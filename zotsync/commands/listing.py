@@ -63,7 +63,7 @@ def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
     from ..catalog import load_catalogue
 
     catalogue = load_catalogue(config.catalog)
-    with app.open_store(config, must_exist=True) as store:
+    with app.open_store(config, readonly=True) as store:
         merged = app.merge(config, catalogue, store)
     rows_of: dict[str, list[Placement]] = {}
     for row in merged.page.rows:
