@@ -16,25 +16,9 @@ from . import __version__, app
 from .config import Config, load_config, resolve_path
 from .errors import ZotsyncError
 from .export import write_atomically
+from .secrets import RedactFilter, redact, register
 
 log = logging.getLogger("zotsync")
-
-
-# Secrets seen in this run: whatever zotsync prints passes through `redact`, so an API key that slipped
-# into an exception or a log line (belt and braces: none should) is still not shown.
-_secrets: set[str] = set()
-
-
-def redact(text: str) -> str:
-    for secret in _secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
-class _Redact(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), ()
-        return True
 
 
 class _State:
@@ -48,8 +32,7 @@ class _State:
     def config(self) -> Config:
         if self._config is None:
             self._config = load_config(resolve_path(self.config_path))
-            if self._config.source.api_key:
-                _secrets.add(self._config.source.api_key)
+            register(self._config.source.api_key)
         return self._config
 
     def say(self, message: str) -> None:
@@ -78,7 +61,7 @@ def cli(ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool)
     """Keep a curated reading list in sync with a Zotero library."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("zotsync: %(message)s"))
-    handler.addFilter(_Redact())
+    handler.addFilter(RedactFilter())
     log.handlers = [handler]
     log.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
     ctx.obj = _State(config_path, verbose, quiet)
@@ -196,8 +179,7 @@ def _unmatched(entry: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     verbose = "-v" in args or "--verbose" in args
-    if os.environ.get("ZOTERO_API_KEY"):
-        _secrets.add(os.environ["ZOTERO_API_KEY"])
+    register(os.environ.get("ZOTERO_API_KEY"))
     try:
         result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
         return result if isinstance(result, int) else 0
