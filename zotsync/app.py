@@ -22,10 +22,11 @@ from .sync import PullReport, pull
 
 
 @contextlib.contextmanager
-def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
-    if must_exist and not config.store.exists():
+def open_store(config: Config, must_exist: bool = False, readonly: bool = False) -> Iterator[Store]:
+    """The configured store. `readonly` (status, export, list): never creates, upgrades or writes it."""
+    if (must_exist or readonly) and not config.store.exists():
         raise StoreError(f"no store at {config.store}: run `zotsync pull` first")
-    store = Store(config.store)
+    store = Store(config.store, readonly=readonly)
     try:
         yield store
     finally:
@@ -55,6 +56,24 @@ class SyncResult:
         """Whether any export file changed."""
         return any(wrote for _, wrote in self.written)
 
+    def summary(self, duration_s: float) -> dict[str, Any]:
+        """The one JSON object `sync --json` prints (docs/commands.md lists every field)."""
+        counts = self.pull.result
+        return {
+            "changed": self.changed,
+            "library_version": self.pull.to_version,
+            "previous_version": self.pull.from_version,
+            "requests": self.requests,
+            "files": [str(path) for path, wrote in self.written if wrote],
+            "unchanged": [str(path) for path, wrote in self.written if not wrote],
+            "duration_s": round(duration_s, 3),
+            "items_added": counts.items_added,
+            "items_updated": counts.items_updated,
+            "items_removed": counts.items_removed,
+            "collections_changed": counts.collections_changed,
+            "collections_removed": counts.collections_removed,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Merged:
@@ -72,7 +91,7 @@ def merge(config: Config, catalogue: Catalogue, store: Store) -> Merged:
     )
     library = store.load()
     reconciliation = reconcile(catalogue, library, options)
-    page = Page(catalogue.title, catalogue.description, reconciliation.placements)
+    page = Page(catalogue.title, catalogue.description, reconciliation.placements, config.exports.labels)
     return Merged(page, reconciliation, library)
 
 
@@ -82,7 +101,7 @@ def default_output(config: Config, fmt: str) -> Path:
 
 def render(config: Config, fmt: str) -> str:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:
         return RENDERERS[fmt](merge(config, catalogue, store).page)
 
 
@@ -109,13 +128,27 @@ def run_sync(
 
 def status(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store)
-        state = {name: store.state(name) for name in ("library_version", "last_sync_at")}
+        state = {
+            name: store.state(name)
+            for name in (
+                "library_version",
+                "last_sync_at",
+                "library_type",
+                "library_id",
+                "library_name",
+                "source",
+            )
+        }
     rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
     return {
         "library": {
+            "type": state["library_type"] or "user",
+            "id": state["library_id"] or "",
+            "name": state["library_name"] or "",
+            "source": origin(state["source"] or ""),
             "version": int(state["library_version"]) if state["library_version"] else None,
             "last_sync_at": state["last_sync_at"],
             "items": sum(1 for i in library.items if i.is_regular and not i.deleted),
@@ -153,6 +186,12 @@ def status(config: Config) -> dict[str, Any]:
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
     }
+
+
+def origin(source_id: str) -> str:
+    """Where a source id says the library came from: the file, or the Web API's URL."""
+    kind, _, where = source_id.partition(":")
+    return where.partition("#")[0] if kind in ("local", "snapshot") else where
 
 
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:

@@ -27,7 +27,7 @@ def open_source(
     if config.type == "local":
         from .local import LocalSource
 
-        yield LocalSource(config.path)
+        yield LocalSource(config.path, config.library_type, config.library_id)
     else:
         yield SnapshotSource(config.path)
 

@@ -52,4 +52,5 @@ class SnapshotSource:
             trust_versions=False,
             library_type=str(library.get("type", "user")),
             library_id=str(library.get("id", "")),
+            library_name=str(library.get("name", "")),
         )
