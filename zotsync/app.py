@@ -22,10 +22,11 @@ from .sync import PullReport, pull
 
 
 @contextlib.contextmanager
-def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
-    if must_exist and not config.store.exists():
+def open_store(config: Config, must_exist: bool = False, readonly: bool = False) -> Iterator[Store]:
+    """The configured store. `readonly` (status, export, list): never creates, upgrades or writes it."""
+    if (must_exist or readonly) and not config.store.exists():
         raise StoreError(f"no store at {config.store}: run `zotsync pull` first")
-    store = Store(config.store)
+    store = Store(config.store, readonly=readonly)
     try:
         yield store
     finally:
@@ -34,7 +35,7 @@ def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
 
 def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
@@ -100,7 +101,7 @@ def default_output(config: Config, fmt: str) -> Path:
 
 def render(config: Config, fmt: str) -> str:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:
         return RENDERERS[fmt](merge(config, catalogue, store).page)
 
 
@@ -111,7 +112,7 @@ def run_sync(
     runs never interleave."""
     catalogue = load_catalogue(config.catalog)  # a broken catalogue fails before any request
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
@@ -127,7 +128,7 @@ def run_sync(
 
 def status(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store)
         state = {
             name: store.state(name)
