@@ -35,7 +35,7 @@ def open_store(config: Config, must_exist: bool = False, readonly: bool = False)
 
 def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
@@ -112,7 +112,7 @@ def run_sync(
     runs never interleave."""
     catalogue = load_catalogue(config.catalog)  # a broken catalogue fails before any request
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
@@ -143,6 +143,7 @@ def status(config: Config) -> dict[str, Any]:
         }
     rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
+    claimed = {r.zotero_key for r in rows if r.curated}
     return {
         "library": {
             "type": state["library_type"] or "user",
@@ -154,6 +155,8 @@ def status(config: Config) -> dict[str, Any]:
             "items": sum(1 for i in library.items if i.is_regular and not i.deleted),
             "trashed": sum(1 for i in library.items if i.is_regular and i.deleted),
             "collections": len(library.collections),
+            # items no curated entry claims, inbox or not: what `zotsync list --uncurated` shows
+            "uncurated": len({r.zotero_key for r in rows if r.zotero_key and not r.curated} - claimed),
         },
         "catalogue": {
             "entries": len(rows),
@@ -197,12 +200,13 @@ def origin(source_id: str) -> str:
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
     """Uncurated items in an inbox collection (or below it) or carrying an inbox tag: candidates for
     the curator's next `zotsync adopt`."""
+    from .commands.listing import in_collections
+
     paths = config.reconcile.inbox_collections
     tags = set(config.reconcile.inbox_tags)
     found: dict[str, dict[str, str]] = {}
     for row in rows:
-        in_collection = any(c == p or c.startswith(p + " / ") for c in row.collections for p in paths)
-        if not row.curated and (in_collection or tags & set(row.tags)):
+        if not row.curated and (in_collections(row.collections, paths) or tags & set(row.tags)):
             found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "title": row.title})
     return list(found.values())
 
