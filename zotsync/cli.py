@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from . import __version__, app, runlog
+from .commands import snapshot
 from .config import Config, load_config, resolve_path
 from .errors import ZotsyncError
 from .export import write_atomically
@@ -175,6 +176,19 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
     new entry at the end of a category, keeping comments and layout."""
     for message in app.adopt(state.config, zotero_key, category, new_category=new_category).messages:
         state.say(message)
+
+
+@cli.command("snapshot")
+@click.option("--output", metavar="FILE|-", required=True, help="Where to write the snapshot; - is stdout.")
+@pass_state
+def snapshot_command(state: _State, output: str) -> None:
+    """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
+    `source.type: snapshot` reads back into the same store and exports."""
+    text = snapshot.render(state.config)
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    state.say_written(Path(output), write_atomically(Path(output), text))
 
 
 def format_status(report: dict[str, Any]) -> str:

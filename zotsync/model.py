@@ -112,7 +112,7 @@ class Item:
             key=str(data["key"]),
             version=int(data.get("version", obj.get("version", 0))),
             item_type=str(data.get("itemType", "")),
-            title=str(data.get("title", "")),
+            title=str(next((data[f] for f in _TITLE_FIELDS if data.get(f)), "")),
             creators=tuple(Creator.from_api(c) for c in data.get("creators", ())),
             tags=tuple(Tag(str(t["tag"]), int(t.get("type", 0))) for t in data.get("tags", ())),
             collections=tuple(str(c) for c in data.get("collections", ())),
@@ -162,6 +162,9 @@ class Item:
     def is_pdf(self) -> bool:
         return self.item_type == "attachment" and self.get("contentType") == "application/pdf"
 
+
+# `title`, or the field an item type has in its place (case, email, statute), as Zotero shows it.
+_TITLE_FIELDS = ("title", "caseName", "subject", "nameOfAct")
 
 _STRUCTURED = frozenset(
     {"key", "version", "itemType", "creators", "tags", "collections", "parentItem", "deleted", "relations"}

@@ -1,0 +1,1 @@
+"""Use cases beyond pull/export/sync, one module per command family."""
