@@ -90,7 +90,7 @@ def merge(config: Config, catalogue: Catalogue, store: Store) -> Merged:
     )
     library = store.load()
     reconciliation = reconcile(catalogue, library, options)
-    page = Page(catalogue.title, catalogue.description, reconciliation.placements)
+    page = Page(catalogue.title, catalogue.description, reconciliation.placements, config.exports.labels)
     return Merged(page, reconciliation, library)
 
 

@@ -1,4 +1,8 @@
-"""The command line: parse options, load config, call the app, map errors to exit codes. No logic."""
+"""The command line: parse options, find and load the config, call a use case, map errors to exit codes.
+
+No logic lives here. Use-case modules are imported inside the command that runs them, so `zotsync
+--help` and `--version` start without pandas, pyzotero or the store (bench/bench_startup.py).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,17 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import __version__, app, runlog
-from .commands import snapshot
-from .config import Config, load_config, resolve_path
+from . import __version__, runlog
 from .errors import ZotsyncError
-from .export import write_atomically
+
+if TYPE_CHECKING:
+    from .config import Config
 
 log = logging.getLogger("zotsync")
 
@@ -40,16 +45,40 @@ class _Redact(logging.Filter):
 
 
 class _State:
+    """The global options (given before or after the command) and the config they lead to."""
+
     def __init__(self, config_path: str | None, verbose: bool, quiet: bool) -> None:
         self.config_path = config_path
         self.verbose = verbose
         self.quiet = quiet
         self._config: Config | None = None
+        self._stderr = logging.StreamHandler(sys.stderr)
+        self._stderr.setFormatter(logging.Formatter("zotsync: %(message)s"))
+        self._stderr.addFilter(_Redact())
+        log.handlers = [self._stderr]
+        self.set_levels()
+
+    def absorb(self, params: dict[str, Any]) -> None:
+        """Take the global options a subcommand was given (`zotsync sync -q`) out of its params."""
+        config_path, verbose, quiet = (params.pop(name) for name in ("config_path", "verbose", "quiet"))
+        self.config_path = config_path or self.config_path
+        self.verbose, self.quiet = self.verbose or verbose, self.quiet or quiet
+        self.set_levels()
+
+    def set_levels(self) -> None:
+        self._stderr.setLevel(
+            logging.DEBUG if self.verbose else logging.WARNING if self.quiet else logging.INFO
+        )
+        log.setLevel(
+            logging.DEBUG if self.verbose else logging.INFO
+        )  # the handlers choose; a log file sees INFO
 
     @property
     def config(self) -> Config:
         if self._config is None:
-            self._config = load_config(resolve_path(self.config_path))
+            from .config import find_config, load_config
+
+            self._config = load_config(find_config(self.config_path))
             runlog.events.info("config %s", self._config.path)
             if self._config.source.api_key:
                 _secrets.add(self._config.source.api_key)
@@ -67,12 +96,49 @@ class _State:
 pass_state = click.make_pass_decorator(_State)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _global_options() -> list[click.Option]:
+    return [
+        click.Option(
+            ["--config", "config_path"],
+            metavar="PATH",
+            help="Config file (else $ZOTSYNC_CONFIG, ./zotsync.yaml, ./config/zotsync.yaml, the user's "
+            "config folder).",
+        ),
+        click.Option(["-v", "--verbose"], is_flag=True, help="Log each step, and show tracebacks on errors."),
+        click.Option(["-q", "--quiet"], is_flag=True, help="Print nothing but errors."),
+    ]
+
+
+class _Command(click.Command):
+    """A command that also takes the global options after its name: `zotsync sync -q --config X`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params += _global_options()
+
+    def invoke(self, ctx: click.Context) -> Any:
+        ctx.ensure_object(_State).absorb(ctx.params)
+        return super().invoke(ctx)
+
+
+class _Group(click.Group):
+    """Every command (and the commands of every subgroup) takes the global options."""
+
+    command_class = _Command
+    group_class = type  # subgroups are _Groups too
+
+
+@click.group(
+    cls=_Group,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--config",
     "config_path",
     metavar="PATH",
-    help="Config file (default: $ZOTSYNC_CONFIG, else ./config/zotsync.yaml).",
+    help="Config file (else $ZOTSYNC_CONFIG, ./zotsync.yaml, ./config/zotsync.yaml, the user's config "
+    "folder).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log each step, and show tracebacks on errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
@@ -88,16 +154,13 @@ def cli(
     ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool, log_file: Path | None
 ) -> None:
     """Keep a curated reading list in sync with a Zotero library."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("zotsync: %(message)s"))
-    handler.addFilter(_Redact())
-    handler.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
-    log.handlers = [handler]
-    log.setLevel(logging.DEBUG if verbose else logging.INFO)  # the handlers choose; a log file sees INFO
     ctx.obj = _State(config_path, verbose, quiet)
     if log_file is not None:
         runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, _Redact())
         runlog.events.info("zotsync %s %s", __version__, ctx.invoked_subcommand or "")
+    if ctx.invoked_subcommand is None:  # a bare `zotsync`: the help, like git and llm
+        click.echo(ctx.get_help())
+        ctx.exit(0)
 
 
 @cli.command("pull")
@@ -105,6 +168,8 @@ def cli(
 @pass_state
 def pull_command(state: _State, full: bool) -> None:
     """Bring the local store up to date with the Zotero source."""
+    from . import app
+
     state.say(app.run_pull(state.config, full=full, progress=not state.quiet).summary())
 
 
@@ -116,6 +181,9 @@ def pull_command(state: _State, full: bool) -> None:
 @pass_state
 def export_command(state: _State, fmt: str, output: str | None) -> None:
     """Write the merged catalogue as Markdown or CSV."""
+    from . import app
+    from .export import write_atomically
+
     text = app.render(state.config, fmt)
     if output == "-":
         click.echo(text, nl=False)
@@ -131,6 +199,8 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 @pass_state
 def sync_command(state: _State, full: bool, as_json: bool, exit_code: bool) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
+    from . import app
+
     started = time.monotonic()
     result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full)
     if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
@@ -146,11 +216,14 @@ def sync_command(state: _State, full: bool, as_json: bool, exit_code: bool) -> i
 @pass_state
 def status_command(state: _State, fmt: str) -> None:
     """Counts, last sync, and the reconciliation problems a curator should look at."""
+    from . import app
+    from .commands import status
+
     report = app.status(state.config)
     if fmt == "json":
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
     else:
-        click.echo(format_status(report))
+        click.echo(status.format_text(report))
 
 
 @cli.command("pin")
@@ -162,6 +235,8 @@ def pin_command(state: _State, target: str, zotero_key: str, force: bool) -> Non
     """Record that a curated entry is the Zotero item ZOTERO_KEY: adds `zotero_key` to the entry in the
     catalogue YAML (every placement of it), keeping comments and layout. TITLE_OR_KEY is the entry's
     title, or the key it is pinned to now."""
+    from . import app
+
     for message in app.pin(state.config, target, zotero_key, force=force).messages:
         state.say(message)
 
@@ -172,8 +247,10 @@ def pin_command(state: _State, target: str, zotero_key: str, force: bool) -> Non
 @click.option("--new-category", is_flag=True, help="Add the category at the end if the catalogue lacks it.")
 @pass_state
 def adopt_command(state: _State, zotero_key: str, category: str, new_category: bool) -> None:
-    """Add the Zotero item ZOTERO_KEY (say, one `status` lists in the inbox) to the catalogue YAML as a
-    new entry at the end of a category, keeping comments and layout."""
+    """Add the Zotero item ZOTERO_KEY (say, one `zotsync list --uncurated` shows) to the catalogue YAML
+    as a new entry at the end of a category, keeping comments and layout."""
+    from . import app
+
     for message in app.adopt(state.config, zotero_key, category, new_category=new_category).messages:
         state.say(message)
 
@@ -184,6 +261,9 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
 def snapshot_command(state: _State, output: str) -> None:
     """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
     `source.type: snapshot` reads back into the same store and exports."""
+    from .commands import snapshot
+    from .export import write_atomically
+
     text = snapshot.render(state.config)
     if output == "-":
         click.echo(text, nl=False)
@@ -191,48 +271,11 @@ def snapshot_command(state: _State, output: str) -> None:
     state.say_written(Path(output), write_atomically(Path(output), text))
 
 
-def format_status(report: dict[str, Any]) -> str:
-    lib, cat = report["library"], report["catalogue"]
-    name = f' "{lib["name"]}"' if lib["name"] else ""
-    lines = [
-        f"library: {lib['type']} {lib['id'] or '(local)'}{name} from {lib['source']}, "
-        f"version {lib['version']}, last sync {lib['last_sync_at']}; {lib['items']} items "
-        f"({lib['trashed']} in the trash), {lib['collections']} collections",
-        f"catalogue: {cat['entries']} entries in {cat['categories']} categories; read {cat['read']}, "
-        f"unread {cat['unread']}; {cat['matched']} of the curated papers matched in Zotero",
-    ]
-    sections = (
-        ("unmatched curated entries", report["unmatched"], _unmatched),
-        (
-            "ambiguous matches",
-            report["ambiguous"],
-            lambda a: f"{' | '.join(a['titles'])} ↔ {', '.join(a['zotero_keys'])} (by {a['rule']})",
-        ),
-        (
-            "duplicates in Zotero",
-            report["duplicates"],
-            lambda d: f"{d['title']}: {', '.join(d['zotero_keys'])} ({d['reason']})",
-        ),
-        (
-            "status disagreements",
-            report["status_conflicts"],
-            lambda s: f"{s['title']}: curated {s['curated']}, Zotero {s['zotero']}",
-        ),
-        ("inbox items not yet curated", report["inbox"], lambda i: f"{i['title']} [{i['zotero_key']}]"),
-    )
-    for heading, rows, show in sections:
-        lines.append(f"{heading}: {len(rows)}")
-        lines += [f"  - {show(row)}" for row in rows]
-    return "\n".join(lines)
+# -- errors: one line each -----------------------------------------------------------------------------
 
 
-def _unmatched(entry: dict[str, Any]) -> str:
-    nearest = "; ".join(f"{c['title']} [{c['zotero_key']}] {c['score']}" for c in entry["nearest"])
-    return f"{entry['title']} ({entry['reason']})" + (f" — nearest: {nearest}" if nearest else "")
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
     verbose = "-v" in args or "--verbose" in args
     if os.environ.get("ZOTERO_API_KEY"):
         _secrets.add(os.environ["ZOTERO_API_KEY"])
@@ -243,12 +286,42 @@ def main(argv: list[str] | None = None) -> int:
         code = _fail(str(exc), exc.exit_code, verbose)
     except click.exceptions.Abort:
         code = _fail("interrupted", 130, False)
+    except click.UsageError as exc:
+        code = _fail(usage_message(exc), exc.exit_code, False)
     except click.ClickException as exc:
-        code = _fail(exc.format_message(), exc.exit_code, False)
+        code = _fail(" ".join(exc.format_message().split()), exc.exit_code, False)
     except Exception as exc:  # a bug: still one line, the traceback only when asked for
         code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
     runlog.close_log(code)
     return code
+
+
+def usage_message(exc: click.UsageError) -> str:
+    """click's usage errors as one line that says what is wanted: `--format must be md or csv`."""
+    param = exc.param if isinstance(exc, click.BadParameter) else None
+    if param is not None:
+        name = _param_name(param)
+        if isinstance(param.type, click.Choice):
+            return f"{name} must be {_either([str(c) for c in param.type.choices])}"
+        if isinstance(exc, click.MissingParameter):
+            kind = exc.param_type or param.param_type_name
+            metavar = f" {param.metavar}" if isinstance(param, click.Option) and param.metavar else ""
+            return f"missing {kind} {name}{metavar}{_see_help(exc.ctx)}"
+    return " ".join(exc.format_message().split())
+
+
+def _param_name(param: click.Parameter) -> str:
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    return param.human_readable_name  # an argument's metavar: ZOTERO_KEY
+
+
+def _either(choices: Sequence[str]) -> str:
+    return choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"
+
+
+def _see_help(ctx: click.Context | None) -> str:
+    return f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
 
 
 def _fail(message: str, code: int, verbose: bool) -> int:

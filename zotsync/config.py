@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .yamlio import load_yaml, where
+from .export.labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
+from .yamlio import load_yaml, text_of, where
 
-DEFAULT_PATH = Path("config/zotsync.yaml")
+# Where a config is looked for when neither --config nor $ZOTSYNC_CONFIG names one, in order; the
+# user's config folder (platformdirs) comes last.
+SEARCH_PATHS = (Path("zotsync.yaml"), Path("config/zotsync.yaml"))
+CONFIG_NAME = "zotsync.yaml"
 SOURCE_TYPES = ("snapshot", "web", "local")
 FORMATS = ("md", "csv")
 DEFAULT_BASE_URL = "https://api.zotero.org"
@@ -36,7 +40,7 @@ SCHEMA: dict[str, Any] = {
     },
     "catalog": None,
     "store": None,
-    "exports": {"dir": None, "formats": None, "archive_link": None},
+    "exports": {"dir": None, "formats": None, "archive_link": None, "language": None, "labels": None},
     "reconcile": {
         "read_tags": None,
         "abbreviate_venues": None,
@@ -62,6 +66,8 @@ class ExportsConfig:
     dir: Path
     formats: tuple[str, ...] = FORMATS
     archive_link: str = ""  # template for the 归档标签 link of rows without curated links; {key} = item key
+    language: str = DEFAULT_LANGUAGE  # the built-in words of the Markdown page
+    labels: Labels = field(default_factory=labels_for)  # those words, with exports.labels applied
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +89,30 @@ class Config:
     reconcile: ReconcileConfig = ReconcileConfig()
 
 
-def resolve_path(explicit: str | None) -> Path:
-    return Path(explicit or os.environ.get("ZOTSYNC_CONFIG") or DEFAULT_PATH)
+def user_config_path() -> Path:
+    """zotsync.yaml in the user's config folder: ~/.config/zotsync on Linux, ~/Library/Application
+    Support/zotsync on macOS, %LOCALAPPDATA%\\zotsync on Windows."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("zotsync", appauthor=False)) / CONFIG_NAME
+
+
+def find_config(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """The config file to use: --config, then $ZOTSYNC_CONFIG (either one must exist), then the first
+    of ./zotsync.yaml, ./config/zotsync.yaml and the user's config folder that does."""
+    environ = os.environ if environ is None else environ
+    named = explicit or environ.get("ZOTSYNC_CONFIG")
+    if named:
+        return Path(named)  # a missing file: load_config says "config file not found: <it>"
+    candidates = [*SEARCH_PATHS, user_config_path()]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    looked = ", ".join(str(c) if c.is_absolute() else f"./{c.as_posix()}" for c in candidates)
+    raise ConfigError(
+        f"no config file: looked for --config, $ZOTSYNC_CONFIG, {looked}; "
+        "run `zotsync init` to start a reading list here"
+    )
 
 
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
@@ -97,11 +125,38 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     return _build(path, raw, os.environ if environ is None else environ)
 
 
+def config_keys(schema: Mapping[str, Any] = SCHEMA, prefix: str = "") -> list[str]:
+    """Every key the config file accepts, dotted (`source.type`), in SCHEMA's order: what
+    docs/configuration.md must document."""
+    keys = []
+    for key, sub in schema.items():
+        keys.append(prefix + key)
+        if isinstance(sub, dict):
+            keys += config_keys(sub, f"{prefix}{key}.")
+    return keys
+
+
+def _did_you_mean(name: str) -> str:
+    """` (did you mean 'source.library_id'?)` for a typo, or for a key put in the wrong section."""
+    import difflib
+
+    parent, _, leaf = name.rpartition(".")
+    known = [key.rpartition(".") for key in config_keys()]
+    siblings = {k_leaf: k_parent for k_parent, _, k_leaf in known if k_parent == parent}
+    near = difflib.get_close_matches(leaf, list(siblings), n=1, cutoff=0.6)
+    if near:
+        return f" (did you mean '{f'{parent}.' if parent else ''}{near[0]}'?)"
+    moved = [
+        f"{k_parent}.{k_leaf}" if k_parent else k_leaf for k_parent, _, k_leaf in known if k_leaf == leaf
+    ]
+    return f" (did you mean '{moved[0]}'?)" if moved else ""
+
+
 def _check_keys(path: Path, raw: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -> None:
     for key, value in raw.items():
         name = f"{prefix}{key}"
         if key not in schema:
-            raise ConfigError(f"{where(path, raw, key)}: unknown config key '{name}'")
+            raise ConfigError(f"{where(path, raw, key)}: unknown config key '{name}'{_did_you_mean(name)}")
         if isinstance(schema[key], dict):
             if value is None:
                 continue
@@ -168,10 +223,29 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             f"{where(path, exports_raw, 'formats')}: config key 'exports.formats' must list some of "
             f"{', '.join(FORMATS)}"
         )
+    language = text(exports_raw, "language", "exports.language", DEFAULT_LANGUAGE)
+    if language not in LANGUAGES:
+        raise ConfigError(
+            f"{where(path, exports_raw, 'language')}: config key 'exports.language' must be one of "
+            f"{', '.join(LANGUAGES)}, not '{language}'"
+        )
+    labels_raw = exports_raw.get("labels") or {}
+    if not isinstance(labels_raw, dict):
+        raise ConfigError(
+            f"{where(path, exports_raw, 'labels')}: config key 'exports.labels' must map label names to text"
+        )
+    try:
+        labels = labels_for(language, {name: text_of(labels_raw, name) for name in labels_raw})
+    except LabelError as exc:
+        raise ConfigError(
+            f"{where(path, labels_raw, exc.name)}: config key 'exports.labels': {exc}"
+        ) from None
     exports = ExportsConfig(
         dir=local(text(exports_raw, "dir", "exports.dir", "exports")),
         formats=tuple(dict.fromkeys(formats)),
         archive_link=text(exports_raw, "archive_link", "exports.archive_link"),
+        language=language,
+        labels=labels,
     )
 
     reconcile_raw = raw.get("reconcile") or {}

@@ -199,6 +199,9 @@ class Library:
 class Link:
     label: str
     url: str
+    # "" for a curator's link; for one zotsync adds, what it is (paper, pdf, zotero, archive), so the page
+    # can name it in its own language.
+    kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ExportError
 from ..model import Placement
 from .csv import render_csv
+from .labels import Labels, labels_for
 from .markdown import render_markdown
 
 
@@ -19,11 +20,12 @@ class Page:
     title: str
     description: str
     rows: Sequence[Placement]
+    labels: Labels = field(default_factory=labels_for)  # the Markdown page's own words
 
 
 Renderer = Callable[[Page], str]
 RENDERERS: dict[str, Renderer] = {
-    "md": lambda page: render_markdown(page.title, page.description, page.rows),
+    "md": lambda page: render_markdown(page.title, page.description, page.rows, page.labels),
     "csv": lambda page: render_csv(page.rows),
 }
 
