@@ -22,10 +22,11 @@ from .sync import PullReport, pull
 
 
 @contextlib.contextmanager
-def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
-    if must_exist and not config.store.exists():
+def open_store(config: Config, must_exist: bool = False, readonly: bool = False) -> Iterator[Store]:
+    """The configured store. `readonly` (status, export, list): never creates, upgrades or writes it."""
+    if (must_exist or readonly) and not config.store.exists():
         raise StoreError(f"no store at {config.store}: run `zotsync pull` first")
-    store = Store(config.store)
+    store = Store(config.store, readonly=readonly)
     try:
         yield store
     finally:
@@ -100,7 +101,7 @@ def default_output(config: Config, fmt: str) -> Path:
 
 def render(config: Config, fmt: str) -> str:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:
         return RENDERERS[fmt](merge(config, catalogue, store).page)
 
 
@@ -127,7 +128,7 @@ def run_sync(
 
 def status(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store)
         state = {
             name: store.state(name)

@@ -271,6 +271,86 @@ def snapshot_command(state: _State, output: str) -> None:
     state.say_written(Path(output), write_atomically(Path(output), text))
 
 
+@cli.group("schedule")
+def schedule_group() -> None:
+    """Run `zotsync sync` on a schedule: one tagged crontab entry, a systemd user timer, or a GitHub
+    Actions workflow (docs/scheduling.md)."""
+
+
+_EVERY = click.option("--every", metavar="30m|1h|6h|1d", help="How often (default 1h).")
+_CRON = click.option(
+    "--cron", "cron_expression", metavar="EXPR", help="A cron expression, e.g. '17 * * * *'."
+)
+_SYSTEMD = click.option("--systemd", "systemd_timer", is_flag=True, help="A systemd user timer, not cron.")
+
+
+@schedule_group.command("install")
+@_EVERY
+@_CRON
+@_SYSTEMD
+@pass_state
+def schedule_install_command(
+    state: _State, every: str | None, cron_expression: str | None, systemd_timer: bool
+) -> None:
+    """Install (or replace) the schedule that runs `zotsync -q sync` with this config."""
+    from .schedule import actions
+
+    actions.install(state, every, cron_expression, systemd_timer)
+
+
+@schedule_group.command("show")
+@_SYSTEMD
+@pass_state
+def schedule_show_command(state: _State, systemd_timer: bool) -> None:
+    """Print the installed schedule, or say there is none."""
+    from .schedule import actions
+
+    click.echo(actions.show(systemd_timer))
+
+
+@schedule_group.command("remove")
+@_SYSTEMD
+@pass_state
+def schedule_remove_command(state: _State, systemd_timer: bool) -> None:
+    """Remove zotsync's schedule, and nothing else."""
+    from .schedule import actions
+
+    actions.remove(state, systemd_timer)
+
+
+@schedule_group.command("github")
+@_EVERY
+@_CRON
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=".github/workflows/zotsync.yml",
+    show_default=True,
+    help="Where to write the workflow.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing workflow file.")
+@click.option(
+    "--install",
+    "install_spec",
+    metavar="SPEC",
+    help="What the runner pip-installs (default: . in a clone of zotsync).",
+)
+@pass_state
+def schedule_github_command(
+    state: _State,
+    every: str | None,
+    cron_expression: str | None,
+    output: Path,
+    force: bool,
+    install_spec: str | None,
+) -> None:
+    """Write a GitHub Actions workflow that syncs on a schedule (in UTC) and on demand, and commits the
+    exports when they changed. Run it from the root of the repository."""
+    from .schedule import actions
+
+    actions.write_workflow(state, every, cron_expression, output, force, install_spec)
+
+
 # -- errors: one line each -----------------------------------------------------------------------------
 
 
