@@ -35,7 +35,7 @@ def open_store(config: Config, must_exist: bool = False, readonly: bool = False)
 
 def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
@@ -112,7 +112,7 @@ def run_sync(
     runs never interleave."""
     catalogue = load_catalogue(config.catalog)  # a broken catalogue fails before any request
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):

@@ -20,28 +20,12 @@ import click
 
 from . import __version__, runlog
 from .errors import ZotsyncError
+from .secrets import RedactFilter, redact, register
 
 if TYPE_CHECKING:
     from .config import Config
 
 log = logging.getLogger("zotsync")
-
-
-# Secrets seen in this run: whatever zotsync prints passes through `redact`, so an API key that slipped
-# into an exception or a log line (belt and braces: none should) is still not shown.
-_secrets: set[str] = set()
-
-
-def redact(text: str) -> str:
-    for secret in _secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
-class _Redact(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), ()
-        return True
 
 
 class _State:
@@ -54,7 +38,7 @@ class _State:
         self._config: Config | None = None
         self._stderr = logging.StreamHandler(sys.stderr)
         self._stderr.setFormatter(logging.Formatter("zotsync: %(message)s"))
-        self._stderr.addFilter(_Redact())
+        self._stderr.addFilter(RedactFilter())
         log.handlers = [self._stderr]
         self.set_levels()
 
@@ -80,8 +64,7 @@ class _State:
 
             self._config = load_config(find_config(self.config_path))
             runlog.events.info("config %s", self._config.path)
-            if self._config.source.api_key:
-                _secrets.add(self._config.source.api_key)
+            register(self._config.source.api_key)
         return self._config
 
     def say(self, message: str, log_only: bool = False) -> None:
@@ -156,7 +139,7 @@ def cli(
     """Keep a curated reading list in sync with a Zotero library."""
     ctx.obj = _State(config_path, verbose, quiet)
     if log_file is not None:
-        runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, _Redact())
+        runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, RedactFilter())
         runlog.events.info("zotsync %s %s", __version__, ctx.invoked_subcommand or "")
     if ctx.invoked_subcommand is None:  # a bare `zotsync`: the help, like git and llm
         click.echo(ctx.get_help())
@@ -357,8 +340,7 @@ def schedule_github_command(
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     verbose = "-v" in args or "--verbose" in args
-    if os.environ.get("ZOTERO_API_KEY"):
-        _secrets.add(os.environ["ZOTERO_API_KEY"])
+    register(os.environ.get("ZOTERO_API_KEY"))
     try:
         result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
         code = result if isinstance(result, int) else 0

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SourceError
-from ..model import Collection, Creator, Item, Library
+from ..model import Collection, Creator, InvalidObject, Item, Library
 from ..store import Changes
 from .base import split_objects
 
@@ -39,6 +39,8 @@ class SnapshotSource:
             raise SourceError(f"{self.path}: a snapshot is a JSON array of Zotero API objects")
         try:
             items, collections = split_objects(objects)
+        except InvalidObject as exc:
+            raise SourceError(f"{self.path}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise SourceError(f"{self.path}: an object lacks a valid {exc} field") from None
         library = next((o["library"] for o in objects if isinstance(o.get("library"), dict)), {})
