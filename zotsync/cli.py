@@ -238,6 +238,22 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
         state.say(message)
 
 
+@cli.command("snapshot")
+@click.option("--output", metavar="FILE|-", required=True, help="Where to write the snapshot; - is stdout.")
+@pass_state
+def snapshot_command(state: _State, output: str) -> None:
+    """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
+    `source.type: snapshot` reads back into the same store and exports."""
+    from .commands import snapshot
+    from .export import write_atomically
+
+    text = snapshot.render(state.config)
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    state.say_written(Path(output), write_atomically(Path(output), text))
+
+
 @cli.command("list")
 @click.option("--uncurated", is_flag=True, help="Only items no curated entry claims.")
 @click.option("--collection", metavar="PATH", help="Only items in this collection (Parent / Child) or below.")
