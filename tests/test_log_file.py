@@ -11,7 +11,7 @@ import pytest
 from conftest import ZOTERO_API_KEY
 from test_web_source import small_library, write_web_config
 
-from zotsync import runlog
+from zotsync import __version__, runlog
 
 LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} (DEBUG|INFO|WARNING|ERROR) \S.*")
 
@@ -31,7 +31,7 @@ def test_a_quiet_sync_logs_what_it_did_and_how_it_ended(project: Path, run) -> N
     result = run("-q", "--log-file", str(log), "--config", config_of(project), "sync")
     assert (result.code, result.out, result.err) == (0, "", "")
     events = lines_of(log)
-    assert events[0] == "INFO zotsync 0.1.0 sync"
+    assert events[0] == f"INFO zotsync {__version__} sync"
     assert f"INFO config {project / 'config' / 'zotsync.yaml'}" in events
     assert any(e.startswith("INFO first pull → 480: ") for e in events)
     assert f"INFO wrote {project / 'exports' / 'catalog.md'}" in events

@@ -12,7 +12,7 @@ from . import catalog_edit, digest
 from .catalog import load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
-from .export import RENDERERS, Page, write_atomically
+from .export import RENDERERS, Page, read_regular, write_atomically
 from .model import Catalogue, Item, Library, Placement
 from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
 from .reconcile.venue import load_venue_table
@@ -22,10 +22,11 @@ from .sync import PullReport, pull
 
 
 @contextlib.contextmanager
-def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
-    if must_exist and not config.store.exists():
+def open_store(config: Config, must_exist: bool = False, readonly: bool = False) -> Iterator[Store]:
+    """The configured store. `readonly` (status, export, list): never creates, upgrades or writes it."""
+    if (must_exist or readonly) and not config.store.exists():
         raise StoreError(f"no store at {config.store}: run `zotsync pull` first")
-    store = Store(config.store)
+    store = Store(config.store, readonly=readonly)
     try:
         yield store
     finally:
@@ -34,7 +35,7 @@ def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
 
 def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
@@ -100,7 +101,7 @@ def default_output(config: Config, fmt: str) -> Path:
 
 def render(config: Config, fmt: str) -> str:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:
         return RENDERERS[fmt](merge(config, catalogue, store).page)
 
 
@@ -111,7 +112,7 @@ def run_sync(
     runs never interleave."""
     catalogue = load_catalogue(config.catalog)  # a broken catalogue fails before any request
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
@@ -127,7 +128,7 @@ def run_sync(
 
 def status(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store)
         state = {
             name: store.state(name)
@@ -142,6 +143,7 @@ def status(config: Config) -> dict[str, Any]:
         }
     rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
+    claimed = {r.zotero_key for r in rows if r.curated}
     return {
         "library": {
             "type": state["library_type"] or "user",
@@ -153,6 +155,8 @@ def status(config: Config) -> dict[str, Any]:
             "items": sum(1 for i in library.items if i.is_regular and not i.deleted),
             "trashed": sum(1 for i in library.items if i.is_regular and i.deleted),
             "collections": len(library.collections),
+            # items no curated entry claims, inbox or not: what `zotsync list --uncurated` shows
+            "uncurated": len({r.zotero_key for r in rows if r.zotero_key and not r.curated} - claimed),
         },
         "catalogue": {
             "entries": len(rows),
@@ -196,12 +200,13 @@ def origin(source_id: str) -> str:
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
     """Uncurated items in an inbox collection (or below it) or carrying an inbox tag: candidates for
     the curator's next `zotsync adopt`."""
+    from .commands.listing import in_collections
+
     paths = config.reconcile.inbox_collections
     tags = set(config.reconcile.inbox_tags)
     found: dict[str, dict[str, str]] = {}
     for row in rows:
-        in_collection = any(c == p or c.startswith(p + " / ") for c in row.collections for p in paths)
-        if not row.curated and (in_collection or tags & set(row.tags)):
+        if not row.curated and (in_collections(row.collections, paths) or tags & set(row.tags)):
             found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "title": row.title})
     return list(found.values())
 
@@ -239,8 +244,8 @@ def record_changes(
     if changes:
         path = changes_path(config)
         try:
-            old = path.read_bytes().decode("utf-8") if path.exists() else ""
-        except (OSError, UnicodeDecodeError) as exc:
+            old = (read_regular(path) or b"").decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise ExportError(f"cannot read {path}: {exc}") from exc
         written.append((path, write_atomically(path, digest.prepend(digest.render(changes, clock()), old))))
     if previous != current:

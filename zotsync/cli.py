@@ -20,31 +20,13 @@ import click
 
 from . import __version__, runlog
 from .errors import ZotsyncError
+from .secrets import RedactFilter, redact, register
 from .text import json_safe, one_line, one_line_each, printable
 
 if TYPE_CHECKING:
     from .config import Config
 
 log = logging.getLogger("zotsync")
-
-
-# Secrets seen in this run: whatever zotsync prints passes through `redact`, so an API key that slipped
-# into an exception or a log line (belt and braces: none should) is still not shown.
-_secrets: set[str] = set()
-
-
-def redact(text: str) -> str:
-    for secret in _secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
-class _Redact(logging.Filter):
-    """Log lines, like every message, are one line with no secret and no terminal control in them."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(one_line(record.getMessage())), ()
-        return True
 
 
 class _State:
@@ -57,7 +39,7 @@ class _State:
         self._config: Config | None = None
         self._stderr = logging.StreamHandler(sys.stderr)
         self._stderr.setFormatter(logging.Formatter("zotsync: %(message)s"))
-        self._stderr.addFilter(_Redact())
+        self._stderr.addFilter(RedactFilter())
         log.handlers = [self._stderr]
         self.set_levels()
 
@@ -83,8 +65,7 @@ class _State:
 
             self._config = load_config(find_config(self.config_path))
             runlog.events.info("config %s", self._config.path)
-            if self._config.source.api_key:
-                _secrets.add(self._config.source.api_key)
+            register(self._config.source.api_key)
         return self._config
 
     def say(self, message: str, log_only: bool = False) -> None:
@@ -160,7 +141,7 @@ def cli(
     """Keep a curated reading list in sync with a Zotero library."""
     ctx.obj = _State(config_path, verbose, quiet)
     if log_file is not None:
-        runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, _Redact())
+        runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, RedactFilter())
         runlog.events.info("zotsync %s %s", __version__, ctx.invoked_subcommand or "")
     if ctx.invoked_subcommand is None:  # a bare `zotsync`: the help, like git and llm
         click.echo(ctx.get_help())
@@ -259,14 +240,174 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
         state.say(message)
 
 
+@cli.command("snapshot")
+@click.option("--output", metavar="FILE|-", required=True, help="Where to write the snapshot; - is stdout.")
+@pass_state
+def snapshot_command(state: _State, output: str) -> None:
+    """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
+    `source.type: snapshot` reads back into the same store and exports."""
+    from .commands import snapshot
+    from .export import write_atomically
+
+    text = snapshot.render(state.config)
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    state.say_written(Path(output), write_atomically(Path(output), text))
+
+
+@cli.command("list")
+@click.option("--uncurated", is_flag=True, help="Only items no curated entry claims.")
+@click.option("--collection", metavar="PATH", help="Only items in this collection (Parent / Child) or below.")
+@click.option("--tag", metavar="TAG", help="Only items with this Zotero tag.")
+@click.option("--search", metavar="TEXT", help="Only items whose title, authors or DOI contain TEXT.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@pass_state
+def list_command(
+    state: _State, uncurated: bool, collection: str | None, tag: str | None, search: str | None, fmt: str
+) -> None:
+    """The library's items: key, year, title, venue, collections, and whether a curated entry claims
+    each — where to find the ZOTERO_KEY for `adopt` and `pin`."""
+    from .commands import listing
+
+    filters = listing.Filters(uncurated=uncurated, collection=collection, tag=tag, search=search)
+    items = listing.list_items(state.config, filters)
+    if fmt == "json":
+        click.echo(json.dumps([item.as_json() for item in items], ensure_ascii=False, indent=2))
+        return
+    if items:
+        click.echo(listing.format_text(items))
+    state.say(listing.summary(items))
+
+
+@cli.command("init")
+@click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--source",
+    type=click.Choice(["web", "local", "snapshot"]),
+    default="web",
+    show_default=True,
+    help="Where the library comes from: the Zotero Web API, zotero.sqlite, or a snapshot file.",
+)
+@click.option(
+    "--library-type",
+    type=click.Choice(["user", "group"]),
+    default="user",
+    show_default=True,
+    help="A user's library or a group's.",
+)
+@click.option("--library-id", default="", metavar="ID", help="web: your userID or the group's id.")
+@click.option(
+    "--path", metavar="PATH", help="local: the Zotero data directory (~/Zotero); snapshot: the file."
+)
+@click.option("--demo", is_flag=True, help="Write the bundled demo (catalogue, snapshot, config) instead.")
+@pass_state
+def init_command(
+    state: _State, folder: Path, source: str, library_type: str, library_id: str, path: str | None, demo: bool
+) -> None:
+    """Start a reading list in DIR (default: here): a commented zotsync.yaml, an empty catalog.yaml and
+    exports/. Never writes over a file."""
+    from .commands import init
+
+    started = init.init_demo(folder) if demo else init.init(folder, source, library_type, library_id, path)
+    for written in started.written:
+        state.say(f"wrote {written}{'/' if written.is_dir() else ''}")
+    here = started.folder.resolve() == Path.cwd().resolve()
+    click.echo("next steps:" if here else f"next steps, in {started.folder}:")
+    for step in started.next_steps:
+        click.echo(f"  {step}")
+
+
+@cli.group("schedule", invoke_without_command=True)
+@click.pass_context
+def schedule_group(ctx: click.Context) -> None:
+    """Run `zotsync sync` on a schedule: one tagged crontab entry, a systemd user timer, or a GitHub
+    Actions workflow (docs/scheduling.md)."""
+    if ctx.invoked_subcommand is None:  # a bare `zotsync schedule`: its help, as a bare `zotsync`
+        click.echo(ctx.get_help())
+
+
+_EVERY = click.option("--every", metavar="30m|1h|6h|1d", help="How often (default 1h).")
+_CRON = click.option(
+    "--cron", "cron_expression", metavar="EXPR", help="A cron expression, e.g. '17 * * * *'."
+)
+_SYSTEMD = click.option("--systemd", "systemd_timer", is_flag=True, help="A systemd user timer, not cron.")
+
+
+@schedule_group.command("install")
+@_EVERY
+@_CRON
+@_SYSTEMD
+@pass_state
+def schedule_install_command(
+    state: _State, every: str | None, cron_expression: str | None, systemd_timer: bool
+) -> None:
+    """Install (or replace) the schedule that runs `zotsync -q sync` with this config."""
+    from .schedule import actions
+
+    actions.install(state, every, cron_expression, systemd_timer)
+
+
+@schedule_group.command("show")
+@_SYSTEMD
+@pass_state
+def schedule_show_command(state: _State, systemd_timer: bool) -> None:
+    """Print the installed schedule, or say there is none."""
+    from .schedule import actions
+
+    click.echo(actions.show(systemd_timer))
+
+
+@schedule_group.command("remove")
+@_SYSTEMD
+@pass_state
+def schedule_remove_command(state: _State, systemd_timer: bool) -> None:
+    """Remove zotsync's schedule, and nothing else."""
+    from .schedule import actions
+
+    actions.remove(state, systemd_timer)
+
+
+@schedule_group.command("github")
+@_EVERY
+@_CRON
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=".github/workflows/zotsync.yml",
+    show_default=True,
+    help="Where to write the workflow.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing workflow file.")
+@click.option(
+    "--install",
+    "install_spec",
+    metavar="SPEC",
+    help="What the runner pip-installs (default: . in a clone of zotsync).",
+)
+@pass_state
+def schedule_github_command(
+    state: _State,
+    every: str | None,
+    cron_expression: str | None,
+    output: Path,
+    force: bool,
+    install_spec: str | None,
+) -> None:
+    """Write a GitHub Actions workflow that syncs on a schedule (in UTC) and on demand, and commits the
+    exports when they changed. Run it from the root of the repository."""
+    from .schedule import actions
+
+    actions.write_workflow(state, every, cron_expression, output, force, install_spec)
+
+
 # -- errors: one line each -----------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     verbose = "-v" in args or "--verbose" in args
-    if os.environ.get("ZOTERO_API_KEY"):
-        _secrets.add(os.environ["ZOTERO_API_KEY"])
+    register(os.environ.get("ZOTERO_API_KEY"))
     try:
         result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
         code = result if isinstance(result, int) else 0

@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .export.labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
+from .secrets import register
 from .yamlio import load_yaml, text_of, where
 
 # Where a config is looked for when neither --config nor $ZOTSYNC_CONFIG names one, in order; the
@@ -20,6 +21,8 @@ SOURCE_TYPES = ("snapshot", "web", "local")
 FORMATS = ("md", "csv")
 DEFAULT_BASE_URL = "https://api.zotero.org"
 DEFAULT_READ_TAGS = ("status/read", "_read", "✅")
+DEFAULT_DEADLINE = 600.0  # seconds a pull may take before it gives up: an unattended run always ends
+MAX_DEADLINE = 86400.0
 
 ENV_OVERRIDES = {
     "ZOTERO_API_KEY": "api_key",
@@ -48,6 +51,7 @@ SCHEMA: dict[str, Any] = {
         "inbox_collections": None,
         "inbox_tags": None,
     },
+    "sync": {"deadline": None},
 }
 
 
@@ -59,6 +63,11 @@ class SourceConfig:
     library_id: str = ""
     api_key: str = field(default="", repr=False)  # never shown, not even in a repr
     base_url: str = DEFAULT_BASE_URL
+
+    @property
+    def local_api(self) -> bool:
+        """`type: local` with a `base_url`: the Zotero desktop's local API instead of zotero.sqlite."""
+        return self.type == "local" and self.path is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +89,11 @@ class ReconcileConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SyncConfig:
+    deadline: float = DEFAULT_DEADLINE  # seconds; a pull still running then fails, the store untouched
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     path: Path
     source: SourceConfig
@@ -87,6 +101,7 @@ class Config:
     store: Path
     exports: ExportsConfig
     reconcile: ReconcileConfig = ReconcileConfig()
+    sync: SyncConfig = SyncConfig()
 
 
 def user_config_path() -> Path:
@@ -195,8 +210,25 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
         raise ConfigError(
             f"{path}: config key 'source.library_type' must be user or group, not '{library_type}'"
         )
-    if kind in ("snapshot", "local") and not values["path"]:
-        raise ConfigError(f"{path}: source.type {kind} needs config key 'source.path'")
+    api_key = _api_key(path, src, values["api_key"])
+    local_api = kind == "local" and bool(values["base_url"])
+    if local_api and values["path"]:
+        raise ConfigError(
+            f"{path}: source.type local reads either zotero.sqlite ('source.path') or the Zotero desktop's "
+            "local API ('source.base_url', e.g. http://localhost:23119), not both"
+        )
+    if kind == "snapshot" and not values["path"]:
+        raise ConfigError(f"{path}: source.type snapshot needs config key 'source.path'")
+    if kind == "local" and not values["path"] and not local_api:
+        raise ConfigError(
+            f"{path}: source.type local needs config key 'source.path' (zotero.sqlite) or "
+            "'source.base_url' (the Zotero desktop's local API, http://localhost:23119)"
+        )
+    if values["base_url"] and not values["base_url"].startswith(("http://", "https://")):
+        raise ConfigError(
+            f"{where(path, src, 'base_url')}: config key 'source.base_url' (or ZOTERO_API_BASE) must be an "
+            "http:// or https:// URL"
+        )
     if kind == "web" and not values["library_id"].isdigit():
         raise ConfigError(
             f"{path}: source.type web needs a numeric 'source.library_id' (or ZOTERO_LIBRARY_ID)"
@@ -206,7 +238,7 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
         path=local(values["path"]) if values["path"] else None,
         library_type=library_type,
         library_id=values["library_id"],
-        api_key=values["api_key"],
+        api_key=api_key,
         base_url=(values["base_url"] or DEFAULT_BASE_URL).rstrip("/"),
     )
 
@@ -279,4 +311,30 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             inbox_collections=names("inbox_collections"),
             inbox_tags=names("inbox_tags"),
         ),
+        sync=SyncConfig(deadline=_deadline(path, raw.get("sync") or {})),
     )
+
+
+def _api_key(path: Path, section: Mapping[str, Any], raw: str) -> str:
+    """The key without the whitespace a secret file, a CRLF environment file or a YAML block scalar
+    leaves around it; a key with whitespace or control characters inside is refused without showing it."""
+    register(raw)
+    key = raw.strip()
+    if any(c.isspace() or not c.isprintable() for c in key):
+        raise ConfigError(
+            f"{where(path, section, 'api_key')}: the API key ('source.api_key' or ZOTERO_API_KEY) holds "
+            "whitespace or control characters inside it; a Zotero API key is one word of letters and digits"
+        )
+    return key
+
+
+def _deadline(path: Path, section: Mapping[str, Any]) -> float:
+    value = section.get("deadline", DEFAULT_DEADLINE)
+    if value is None:
+        return DEFAULT_DEADLINE
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_DEADLINE:
+        raise ConfigError(
+            f"{where(path, section, 'deadline')}: config key 'sync.deadline' must be a number of seconds "
+            f"above 0 and at most {MAX_DEADLINE:.0f}"
+        )
+    return float(value)

@@ -7,18 +7,24 @@ the library version advances only together with the data it describes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import os
+import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import filelock
 
 from .errors import StoreError
 from .model import Collection, Creator, Item, Library, Tag
+
+_T = TypeVar("_T")
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the library mirror and its sync state
@@ -71,6 +77,134 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+# SQLite's header field for "which program's file is this": zotsync sets it on every store it creates
+# and checks it before any write ("zots" in ASCII).
+APPLICATION_ID = 0x7A6F7473
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+# Every table a zotsync store may hold: a store written before the mark (application_id 0) is ours
+# only if it has the migrations table and nothing else.
+_OUR_TABLES = frozenset(re.findall(r"CREATE TABLE (\w+)", "".join(MIGRATIONS))) | {"schema_migrations"}
+# Tables only Zotero's own zotero.sqlite has together (every schema since Zotero 5).
+_ZOTERO_TABLES = frozenset({"items", "itemData", "itemDataValues", "itemTypes"})
+
+
+def identify(path: Path) -> str | None:
+    """None when `path` is a zotsync store; otherwise what it looks like, for a refusal. Only reads: the
+    header, then (for an SQLite file without our mark) its table names through an immutable read-only
+    connection, which neither takes locks nor creates -wal or -shm files next to a file not ours."""
+    if not path.is_file():
+        return "it is not a regular file"
+    with path.open("rb") as stream:
+        header = stream.read(100)
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        return "it is not an SQLite database"
+    application_id = int.from_bytes(header[68:72], "big")
+    if application_id == APPLICATION_ID:
+        return None
+    if application_id != 0:
+        return "it looks like an SQLite database of another program"
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            tables = {
+                name
+                for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                if not name.startswith("sqlite_")
+            }
+            columns = {row[1] for row in db.execute("PRAGMA table_info(schema_migrations)")}
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return "it is not a readable SQLite database"
+    if tables >= _ZOTERO_TABLES:
+        return "it looks like Zotero's own database"
+    if tables <= _OUR_TABLES and {"version", "applied_at"} <= columns:
+        return None  # written by a zotsync from before the mark; opening it adds the mark
+    return "it looks like an SQLite database of another program"
+
+
+def _not_ours(path: Path, what: str) -> StoreError:
+    return StoreError(
+        f"{path} is not a zotsync store ({what}); zotsync leaves it untouched: "
+        "set `store:` in the config to a file of zotsync's own"
+    )
+
+
+def _create(path: Path) -> None:
+    """A new store, built beside `path` and renamed into place: the path is never a half-made store
+    (a killed first run leaves nothing there), so any file found at it can be judged by its content."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+    os.close(handle)
+    try:
+        db = sqlite3.connect(temp, isolation_level=None)
+        try:
+            _initialise(db)
+            db.execute("PRAGMA journal_mode = WAL")
+        finally:
+            db.close()
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _initialise(db: sqlite3.Connection) -> None:
+    """Mark an empty database as a zotsync store and give it the whole schema, in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    for number in range(1, len(MIGRATIONS) + 1):
+        _run_migration(db, number)
+    db.execute("COMMIT")
+
+
+def _run_migration(db: sqlite3.Connection, number: int) -> None:
+    if number == 1:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+    for statement in filter(str.strip, MIGRATIONS[number - 1].split(";")):
+        db.execute(statement)
+    db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
+
+
+def _cause(exc: sqlite3.Error) -> str:
+    """SQLite's error in words a user can act on, with SQLite's own text."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    for prefix, cause in _CAUSES:
+        if name.startswith(prefix):
+            return f"{cause} (SQLite: {exc})"
+    return f"SQLite: {exc}"
+
+
+_CAUSES = (
+    ("SQLITE_FULL", "the disk is full"),
+    ("SQLITE_READONLY", "the store cannot be written (check the permissions of the file and its folder)"),
+    ("SQLITE_PERM", "the store cannot be written (check the permissions of the file and its folder)"),
+    ("SQLITE_CANTOPEN", "the file cannot be opened (check the path and its permissions)"),
+    ("SQLITE_BUSY", "another program holds the store locked"),
+    ("SQLITE_LOCKED", "another program holds the store locked"),
+    ("SQLITE_CORRUPT", "the file is damaged"),
+    ("SQLITE_NOTADB", "the file is damaged"),
+    ("SQLITE_IOERR", "reading or writing the disk failed"),
+)
+
+
+def _store_errors(method: Callable[..., _T]) -> Callable[..., _T]:
+    """A failing SQLite call (a full disk, a read-only folder, a damaged file) becomes one StoreError
+    line naming the store and the cause."""
+
+    @functools.wraps(method)
+    def guarded(self: Store, *args: Any, **kwargs: Any) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise StoreError(f"the store {self.path} failed: {_cause(exc)}") from exc
+
+    return guarded
+
+
 @dataclass(frozen=True, slots=True)
 class Changes:
     """What a source reports for one pull: upserts, deletions, and the version they bring us to.
@@ -114,18 +248,43 @@ class ApplyResult:
 
 
 class Store:
-    def __init__(self, path: Path) -> None:
+    """The store at `path`, created there if nothing is. A file zotsync did not write is refused before
+    anything touches it (see `identify`); `readonly` opens never write, create or upgrade a store."""
+
+    def __init__(self, path: Path, readonly: bool = False) -> None:
         self.path = path
+        self.readonly = readonly
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None)
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open the store {path}: {exc}") from exc
+            self._db = self._connect()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store {path}: {_cause(exc)}") from exc
         except OSError as exc:
-            raise StoreError(f"cannot create the store {path}: {exc.strerror}") from exc
+            raise StoreError(f"cannot open the store {path}: {exc.strerror or exc}") from exc
+        try:
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        path = self.path
+        if str(path) == ":memory:":  # a scratch store (tests): nothing on disk to protect
+            db = sqlite3.connect(":memory:", isolation_level=None)
+            _initialise(db)
+            return db
+        if not os.path.lexists(path):
+            if self.readonly:
+                raise StoreError(f"no store at {path}: run `zotsync pull` first")
+            _create(path)
+        what = identify(path)
+        if what is not None:
+            raise _not_ours(path, what)
+        if self.readonly:
+            return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA journal_mode = WAL")  # ours, so it may be written
+        return db
 
     def close(self) -> None:
         self._db.close()
@@ -138,23 +297,30 @@ class Store:
 
     # -- schema ---------------------------------------------------------------------------------
     def _migrate(self) -> None:
+        """Bring the schema up to this zotsync's; a store from before the mark gets it here."""
         db = self._db
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations"
-            " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-        )
         applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
         if applied and max(applied) > len(MIGRATIONS):
             raise StoreError(f"the store {self.path} was written by a newer zotsync (schema {max(applied)})")
-        for number, script in enumerate(MIGRATIONS, start=1):
-            if number in applied:
-                continue
+        pending = [n for n in range(1, len(MIGRATIONS) + 1) if n not in applied]
+        marked = db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        if self.readonly:
+            if pending:
+                schema = max(applied, default=0)
+                raise StoreError(
+                    f"the store {self.path} was written by an older zotsync (schema {schema}): "
+                    "run `zotsync pull` once to upgrade it"
+                )
+            return
+        if not marked:
             with self._transaction():
-                for statement in filter(str.strip, script.split(";")):
-                    db.execute(statement)
-                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        for number in pending:
+            with self._transaction():
+                _run_migration(db, number)
 
     @property
+    @_store_errors
     def schema_version(self) -> int:
         return self._db.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
 
@@ -164,11 +330,15 @@ class Store:
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # SQLite has already rolled back after some errors (a full disk): ROLLBACK would then fail
+            # and hide the error that matters.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 
     # -- sync state -----------------------------------------------------------------------------
+    @_store_errors
     def state(self, name: str) -> str | None:
         row = self._db.execute("SELECT value FROM sync_state WHERE name = ?", (name,)).fetchone()
         return row[0] if row else None
@@ -178,10 +348,12 @@ class Store:
         value = self.state("library_version")
         return int(value) if value is not None else None
 
+    @_store_errors
     def item_versions(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT key, version FROM items"))
 
     # -- writing --------------------------------------------------------------------------------
+    @_store_errors
     def apply(self, changes: Changes, source_id: str, rewrite: bool = False) -> ApplyResult:
         """Land one pull atomically; a source other than the store's own replaces the store's content.
         An object whose version the store already has is skipped, unless `rewrite` (`pull --full`) or
@@ -248,12 +420,14 @@ class Store:
                 db.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (name, value))
         return result
 
+    @_store_errors
     def touch(self) -> None:
         """Record a pull that found nothing new."""
         with self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO sync_state VALUES ('last_sync_at', ?)", (_now(),))
 
     # -- the last synced page (change digest) ---------------------------------------------------
+    @_store_errors
     def catalogue_rows(self) -> list[tuple[str, str, str, str, str]] | None:
         """(identity, alias, category, title, status) of the last synced page, in page order; None
         before the first sync recorded them (an empty page is an empty list)."""
@@ -266,6 +440,7 @@ class Store:
             )
         ]
 
+    @_store_errors
     def replace_catalogue_rows(self, rows: Iterable[tuple[str, str, str, str, str]]) -> None:
         with self._transaction() as db:
             db.execute("DELETE FROM catalogue_rows")
@@ -276,6 +451,7 @@ class Store:
             db.execute("INSERT OR REPLACE INTO sync_state VALUES ('catalogue_rows_at', ?)", (_now(),))
 
     # -- reading --------------------------------------------------------------------------------
+    @_store_errors
     def load(self) -> Library:
         db = self._db
         tags: dict[str, list[Tag]] = {}
@@ -318,6 +494,56 @@ class Store:
             )
         )
         return Library(items, collections, self.library_version, library_type, library_id)
+
+    def full_library(self) -> Library:
+        """Everything the store holds, verbatim, in one consistent read: each item with every field,
+        its tags in order and all its memberships (also those in collections the store no longer has,
+        which `load` hides), so a snapshot written from it fills another store with the same rows."""
+        db = self._db
+        db.execute("BEGIN")  # one read snapshot, even while a pull commits
+        try:
+            tags: dict[str, list[Tag]] = {}
+            for key, tag, kind in db.execute(
+                "SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"
+            ):
+                tags.setdefault(key, []).append(Tag(tag, kind))
+            memberships: dict[str, list[str]] = {}
+            for key, collection in db.execute(
+                "SELECT item_key, collection_key FROM item_collections ORDER BY item_key, position"
+            ):
+                memberships.setdefault(key, []).append(collection)
+            library_type = self.state("library_type") or "user"
+            library_id = self.state("library_id") or ""
+            items = tuple(
+                Item(
+                    key=key,
+                    version=version,
+                    item_type=item_type,
+                    title=title,
+                    creators=tuple(Creator(**c) for c in json.loads(creators)),
+                    tags=tuple(tags.get(key, ())),
+                    collections=tuple(memberships.get(key, ())),
+                    parent_key=parent_key,
+                    deleted=bool(deleted),
+                    library_type=library_type,
+                    library_id=library_id,
+                    fields=json.loads(fields),
+                )
+                for key, version, item_type, parent_key, title, deleted, creators, fields in db.execute(
+                    "SELECT key, version, item_type, parent_key, title, deleted, creators, fields"
+                    " FROM items ORDER BY key"
+                )
+            )
+            collections = tuple(
+                Collection(key, version, name, parent_key)
+                for key, version, name, parent_key in db.execute(
+                    "SELECT key, version, name, parent_key FROM collections ORDER BY key"
+                )
+            )
+            version = self.library_version
+        finally:
+            db.execute("COMMIT")
+        return Library(items, collections, version, library_type, library_id)
 
 
 _ItemRow = tuple[tuple[Any, ...], tuple[tuple[str, int], ...], tuple[str, ...]]
@@ -388,6 +614,10 @@ def exclusive_lock(store_path: Path) -> Iterator[None]:
     filelock takes an OS lock (flock on Unix, LockFileEx on Windows) that the OS drops when a killed run
     exits, so a stale lock file never blocks the next run."""
     lock_path = store_path.with_name(store_path.name + ".lock")
+    # Not even a lock file beside a file that is not ours (Zotero's data folder, say).
+    what = identify(store_path) if os.path.lexists(store_path) else None
+    if what is not None:
+        raise _not_ours(store_path, what)
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         lock = filelock.FileLock(lock_path, timeout=0)
