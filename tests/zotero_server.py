@@ -417,6 +417,7 @@ class ZoteroServer:
         *libraries: FakeLibrary,
         keys: Mapping[str, Iterable[str] | None] | None = None,
         host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         self.libraries = {lib.prefix: lib for lib in libraries}
         self.keys = {k: (None if v is None else set(v)) for k, v in (keys or {}).items()}
@@ -432,7 +433,7 @@ class ZoteroServer:
         self.local: bool | str = False
         self._hooks: list[tuple[int, Callable[[FakeLibrary], None]]] = []
         self._lock = threading.Lock()
-        self._httpd = _QuietServer((host, 0), _handler_for(self))
+        self._httpd = _QuietServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -996,3 +997,30 @@ def synthetic_library(
             }
         library.items[key] = library._item_object(data)
     return library.snapshot()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a snapshot as a Zotero Web API on 127.0.0.1 until Ctrl-C, to try the web source by hand:
+
+    python tests/zotero_server.py [SNAPSHOT] [--port 8085] [--key KEY]
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Serve a snapshot as a Zotero Web API on 127.0.0.1.")
+    default = Path(__file__).resolve().parent.parent / "seeds" / "zotero-library.json"
+    parser.add_argument("snapshot", nargs="?", type=Path, default=default, help="a snapshot file (JSON)")
+    parser.add_argument("--port", type=int, default=8085, help="0: any free port")
+    parser.add_argument("--key", help="the API key it accepts; without one the library is public")
+    args = parser.parse_args(argv)
+    library = FakeLibrary.from_snapshot(args.snapshot, public=args.key is None)
+    server = ZoteroServer(library, keys={args.key: None} if args.key else {}, port=args.port)
+    with server:
+        print(f"serving {library.prefix} (library version {library.version}) at {server.url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -12,7 +12,7 @@ from . import catalog_edit, digest
 from .catalog import load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
-from .export import RENDERERS, Page, write_atomically
+from .export import RENDERERS, Page, read_regular, write_atomically
 from .model import Catalogue, Item, Library, Placement
 from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
 from .reconcile.venue import load_venue_table
@@ -143,6 +143,7 @@ def status(config: Config) -> dict[str, Any]:
         }
     rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
+    claimed = {r.zotero_key for r in rows if r.curated}
     return {
         "library": {
             "type": state["library_type"] or "user",
@@ -154,6 +155,8 @@ def status(config: Config) -> dict[str, Any]:
             "items": sum(1 for i in library.items if i.is_regular and not i.deleted),
             "trashed": sum(1 for i in library.items if i.is_regular and i.deleted),
             "collections": len(library.collections),
+            # items no curated entry claims, inbox or not: what `zotsync list --uncurated` shows
+            "uncurated": len({r.zotero_key for r in rows if r.zotero_key and not r.curated} - claimed),
         },
         "catalogue": {
             "entries": len(rows),
@@ -197,12 +200,13 @@ def origin(source_id: str) -> str:
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
     """Uncurated items in an inbox collection (or below it) or carrying an inbox tag: candidates for
     the curator's next `zotsync adopt`."""
+    from .commands.listing import in_collections
+
     paths = config.reconcile.inbox_collections
     tags = set(config.reconcile.inbox_tags)
     found: dict[str, dict[str, str]] = {}
     for row in rows:
-        in_collection = any(c == p or c.startswith(p + " / ") for c in row.collections for p in paths)
-        if not row.curated and (in_collection or tags & set(row.tags)):
+        if not row.curated and (in_collections(row.collections, paths) or tags & set(row.tags)):
             found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "title": row.title})
     return list(found.values())
 
@@ -240,8 +244,8 @@ def record_changes(
     if changes:
         path = changes_path(config)
         try:
-            old = path.read_bytes().decode("utf-8") if path.exists() else ""
-        except (OSError, UnicodeDecodeError) as exc:
+            old = (read_regular(path) or b"").decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise ExportError(f"cannot read {path}: {exc}") from exc
         written.append((path, write_atomically(path, digest.prepend(digest.render(changes, clock()), old))))
     if previous != current:

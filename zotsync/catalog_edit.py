@@ -182,6 +182,17 @@ def pin(text: str, target: str, key: str, *, force: bool = False, name: str = "c
     return result
 
 
+def _with_root(text: str) -> str:
+    """An empty catalogue (nothing, or only comments) gains a `categories:` key to adopt into."""
+    try:
+        empty = yaml.compose(text, Loader=yaml.SafeLoader) is None
+    except yaml.YAMLError:
+        return text  # _Document reports it, with its line
+    if not empty:
+        return text
+    return text + ("" if not text or text.endswith(("\n", "\r")) else "\n") + "categories:\n"
+
+
 def adopt(
     text: str,
     category: str,
@@ -197,7 +208,7 @@ def adopt(
     title, category = title.strip(), category.strip()
     if not title:
         raise CatalogEditError(f"the Zotero item {key} has no title; add one in Zotero first")
-    doc = _Document(text, name)
+    doc = _Document(_with_root(text), name)
     for entry in doc.entries:
         if _scalar_text(_value(entry.node, "zotero_key")) == key:
             raise CatalogEditError(f"{key} is already in the catalogue under '{entry.category}'")

@@ -238,10 +238,91 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
         state.say(message)
 
 
-@cli.group("schedule")
-def schedule_group() -> None:
+@cli.command("snapshot")
+@click.option("--output", metavar="FILE|-", required=True, help="Where to write the snapshot; - is stdout.")
+@pass_state
+def snapshot_command(state: _State, output: str) -> None:
+    """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
+    `source.type: snapshot` reads back into the same store and exports."""
+    from .commands import snapshot
+    from .export import write_atomically
+
+    text = snapshot.render(state.config)
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    state.say_written(Path(output), write_atomically(Path(output), text))
+
+
+@cli.command("list")
+@click.option("--uncurated", is_flag=True, help="Only items no curated entry claims.")
+@click.option("--collection", metavar="PATH", help="Only items in this collection (Parent / Child) or below.")
+@click.option("--tag", metavar="TAG", help="Only items with this Zotero tag.")
+@click.option("--search", metavar="TEXT", help="Only items whose title, authors or DOI contain TEXT.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@pass_state
+def list_command(
+    state: _State, uncurated: bool, collection: str | None, tag: str | None, search: str | None, fmt: str
+) -> None:
+    """The library's items: key, year, title, venue, collections, and whether a curated entry claims
+    each — where to find the ZOTERO_KEY for `adopt` and `pin`."""
+    from .commands import listing
+
+    filters = listing.Filters(uncurated=uncurated, collection=collection, tag=tag, search=search)
+    items = listing.list_items(state.config, filters)
+    if fmt == "json":
+        click.echo(json.dumps([item.as_json() for item in items], ensure_ascii=False, indent=2))
+        return
+    if items:
+        click.echo(listing.format_text(items))
+    state.say(listing.summary(items))
+
+
+@cli.command("init")
+@click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--source",
+    type=click.Choice(["web", "local", "snapshot"]),
+    default="web",
+    show_default=True,
+    help="Where the library comes from: the Zotero Web API, zotero.sqlite, or a snapshot file.",
+)
+@click.option(
+    "--library-type",
+    type=click.Choice(["user", "group"]),
+    default="user",
+    show_default=True,
+    help="A user's library or a group's.",
+)
+@click.option("--library-id", default="", metavar="ID", help="web: your userID or the group's id.")
+@click.option(
+    "--path", metavar="PATH", help="local: the Zotero data directory (~/Zotero); snapshot: the file."
+)
+@click.option("--demo", is_flag=True, help="Write the bundled demo (catalogue, snapshot, config) instead.")
+@pass_state
+def init_command(
+    state: _State, folder: Path, source: str, library_type: str, library_id: str, path: str | None, demo: bool
+) -> None:
+    """Start a reading list in DIR (default: here): a commented zotsync.yaml, an empty catalog.yaml and
+    exports/. Never writes over a file."""
+    from .commands import init
+
+    started = init.init_demo(folder) if demo else init.init(folder, source, library_type, library_id, path)
+    for written in started.written:
+        state.say(f"wrote {written}{'/' if written.is_dir() else ''}")
+    here = started.folder.resolve() == Path.cwd().resolve()
+    click.echo("next steps:" if here else f"next steps, in {started.folder}:")
+    for step in started.next_steps:
+        click.echo(f"  {step}")
+
+
+@cli.group("schedule", invoke_without_command=True)
+@click.pass_context
+def schedule_group(ctx: click.Context) -> None:
     """Run `zotsync sync` on a schedule: one tagged crontab entry, a systemd user timer, or a GitHub
     Actions workflow (docs/scheduling.md)."""
+    if ctx.invoked_subcommand is None:  # a bare `zotsync schedule`: its help, as a bare `zotsync`
+        click.echo(ctx.get_help())
 
 
 _EVERY = click.option("--every", metavar="30m|1h|6h|1d", help="How often (default 1h).")

@@ -37,6 +37,7 @@ def format_text(report: dict[str, Any]) -> str:
     for heading, rows, show in sections:
         lines.append(f"{heading}: {len(rows)}")
         lines += [f"  - {show(row)}" for row in rows]
+    lines.append(f"items no curated entry claims: {lib['uncurated']} (`zotsync list --uncurated` lists them)")
     return "\n".join(lines)
 
 
