@@ -316,10 +316,13 @@ def init_command(
         click.echo(f"  {step}")
 
 
-@cli.group("schedule")
-def schedule_group() -> None:
+@cli.group("schedule", invoke_without_command=True)
+@click.pass_context
+def schedule_group(ctx: click.Context) -> None:
     """Run `zotsync sync` on a schedule: one tagged crontab entry, a systemd user timer, or a GitHub
     Actions workflow (docs/scheduling.md)."""
+    if ctx.invoked_subcommand is None:  # a bare `zotsync schedule`: its help, as a bare `zotsync`
+        click.echo(ctx.get_help())
 
 
 _EVERY = click.option("--every", metavar="30m|1h|6h|1d", help="How often (default 1h).")
