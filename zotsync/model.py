@@ -116,13 +116,13 @@ class Item:
         if parent not in (None, False, "") and not isinstance(parent, str):
             raise InvalidObject(f"item {key}: 'parentItem' is not an item key")
         library = obj.get("library") or {}
-        if not isinstance(library, Mapping):
+        if not isinstance(library, dict):
             raise InvalidObject(f"item {key}: 'library' is not an object")
         return cls(
             key=key,
             version=_version(obj, data, "item", key),
             item_type=item_type,
-            title=title,
+            title=title or _own_title(data),
             creators=_creators(get("creators", ()), key),
             tags=_tags(get("tags", ()), key),
             collections=_keys(get("collections", ()), key),
@@ -173,6 +173,13 @@ class Item:
         return self.item_type == "attachment" and self.get("contentType") == "application/pdf"
 
 
+def _own_title(data: Mapping[str, Any]) -> str:
+    """The field a case, an email or a statute has in place of `title`: what Zotero shows as its title."""
+    return next(
+        (v for f in ("caseName", "subject", "nameOfAct") if isinstance(v := data.get(f), str) and v), ""
+    )
+
+
 _STRUCTURED = frozenset(
     {"key", "version", "itemType", "creators", "tags", "collections", "parentItem", "deleted", "relations"}
 )
@@ -201,7 +208,7 @@ def _data_and_key(obj: Mapping[str, Any], kind: str) -> tuple[Mapping[str, Any],
         data = obj  # the bare `data` object, as some snapshot files hold it
     else:
         raise InvalidObject(f"{kind} {_shown(key)}: no 'data' object")
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict):
         raise InvalidObject(f"{kind} {_shown(key)}: 'data' is not an object")
     key = data.get("key", key)
     if not isinstance(key, str) or not key or not key.isalnum():
@@ -220,18 +227,20 @@ def _creators(raw: object, key: str) -> tuple[Creator, ...]:
     if not isinstance(raw, list | tuple):
         raise InvalidObject(f"item {key}: 'creators' is not a list")
     creators = []
-    for creator in raw:
-        if not isinstance(creator, Mapping):
+    for creator in raw:  # JSON objects are dicts: `type(...) is` is much cheaper than an ABC check
+        if type(creator) is not dict:
             raise InvalidObject(f"item {key}: an entry of 'creators' is not an object")
-        values = (creator.get(f, d) for f, d in _CREATOR_FIELDS)
-        creator_type, last, first, name = values
-        if not all(isinstance(v, str) for v in (creator_type, last, first, name)):
+        get = creator.get
+        kind, last, first, name = (
+            get("creatorType", "author"),
+            get("lastName", ""),
+            get("firstName", ""),
+            get("name", ""),
+        )
+        if not (type(kind) is type(last) is type(first) is type(name) is str):
             raise InvalidObject(f"item {key}: a creator's name or type is not a string")
-        creators.append(Creator(creator_type, last, first, name))
+        creators.append(Creator(kind, last, first, name))
     return tuple(creators)
-
-
-_CREATOR_FIELDS = (("creatorType", "author"), ("lastName", ""), ("firstName", ""), ("name", ""))
 
 
 def _tags(raw: object, key: str) -> tuple[Tag, ...]:
@@ -239,7 +248,7 @@ def _tags(raw: object, key: str) -> tuple[Tag, ...]:
         raise InvalidObject(f"item {key}: 'tags' is not a list")
     tags = []
     for tag in raw:
-        name = tag.get("tag") if isinstance(tag, Mapping) else None
+        name = tag.get("tag") if type(tag) is dict else None
         if not isinstance(name, str):
             raise InvalidObject(f"item {key}: a tag has no 'tag' string")
         kind = tag.get("type", 0)
