@@ -899,10 +899,12 @@ def synthetic_library(
     seed: int = 0,
     library_type: str = "user",
     library_id: str = "1",
+    children: int | None = None,
 ) -> list[dict[str, Any]]:
     """A snapshot of `n_items` items in all: three quarters regular items, the rest child notes and PDF
     attachments (so about a third of the regular items have a child), a few in the trash, filed in
-    nested collections (three levels). Deterministic for a seed."""
+    nested collections (three levels); or, with `children`, that many of the items are children.
+    Deterministic for a seed."""
     rng = random.Random(seed)
     library = FakeLibrary(library_type, library_id, "synthetic")
     library._random = random.Random(seed + 1)
@@ -924,7 +926,7 @@ def synthetic_library(
         )
         library.collections[key] = obj
         collection_keys.append(key)
-    n_regular = n_items - n_items // 4
+    n_regular = n_items - (n_items // 4 if children is None else children)
     regular: list[str] = []
     for i in range(n_regular):
         version += 1
