@@ -38,10 +38,22 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from bench_reconcile import make_title, vocabulary  # noqa: E402  (titles with a realistic spread of words)
 from bench_sync import KEY, Remote  # noqa: E402  (the fake-server process the web rows share)
 from zotero_server import synthetic_library  # noqa: E402
 
-ABSTRACT_WORDS = "tensor kernel fusion graph compiler tile warp memory schedule sparse dataflow".split()
+ABSTRACT_WORDS = (
+    "tensor",
+    "kernel",
+    "fusion",
+    "graph",
+    "compiler",
+    "tile",
+    "warp",
+    "memory",
+    "schedule",
+    "sparse",
+)
 MB = 1024 * 1024
 
 
@@ -55,7 +67,9 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(items=10_000, entries=1_000, web_items=4_000, pin_items=4_000, pin_entries=(250, 500, 1_000))
+        return cls(
+            items=10_000, entries=1_000, web_items=4_000, pin_items=4_000, pin_entries=(250, 500, 1_000)
+        )
 
 
 @dataclass
@@ -106,7 +120,9 @@ def run_child(argv: Sequence[str], env: dict[str, str] | None = None, timeout: f
         process.returncode = os.waitstatus_to_exitcode(status)
         stderr = process.stderr.read() if process.stderr else ""
         factor = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-        return Run(seconds, usage.ru_maxrss * factor, usage.ru_utime + usage.ru_stime, process.returncode, stderr)
+        return Run(
+            seconds, usage.ru_maxrss * factor, usage.ru_utime + usage.ru_stime, process.returncode, stderr
+        )
     _, stderr = process.communicate(timeout=timeout)
     return Run(time.perf_counter() - started, None, 0.0, process.returncode, stderr)
 
@@ -138,10 +154,17 @@ def median_runs(repeat: int, once: Any) -> tuple[float, int | None, float]:
 
 
 def build_library(n_items: int, seed: int = 11) -> list[dict[str, Any]]:
-    """synthetic_library, with an ~800-character abstract on every other regular item."""
+    """synthetic_library, retitled from a 6,000-word vocabulary (its own 22 words make every title look
+    alike, which no real library does), with an ~800-character abstract on every other regular item."""
     rng = random.Random(seed)
     objects = synthetic_library(n_items, seed=seed)
-    regular = [o for o in objects if "title" in o["data"] and "parentItem" not in o["data"]]
+    regular = [o for o in objects if "parentItem" not in o["data"] and "name" not in o["data"]]
+    words, seen = vocabulary(rng), set()
+    for obj in regular:
+        while (title := make_title(rng, words)).casefold() in seen:
+            pass
+        seen.add(title.casefold())
+        obj["data"]["title"] = title
     for obj in regular[::2]:
         words = []
         while sum(map(len, words)) + len(words) < 800:
@@ -217,7 +240,9 @@ def snapshot_setup(folder: Path, objects: list[dict[str, Any]], catalogue: str) 
 def web_setup(folder: Path, url: str, catalogue: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "catalog.yaml").write_text(catalogue, encoding="utf-8")
-    source = f"source:\n  type: web\n  library_type: user\n  library_id: '1'\n  api_key: {KEY}\n  base_url: {url}"
+    source = (
+        f"source:\n  type: web\n  library_type: user\n  library_id: '1'\n  api_key: {KEY}\n  base_url: {url}"
+    )
     return write_config(folder, source)
 
 
@@ -253,7 +278,10 @@ def snapshot_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> li
         for fmt in ("csv", "md"):
             out = folder / f"out.{fmt}"
             seconds, rss, _ = median_runs(
-                repeat, lambda fmt=fmt, out=out: zotsync(config, "-q", "export", "--format", fmt, "--output", str(out))
+                repeat,
+                lambda fmt=fmt, out=out: zotsync(
+                    config, "-q", "export", "--format", fmt, "--output", str(out)
+                ),
             )
             rows.append(timed_row(f"export --format {fmt} at {label}", seconds, 3, rss, 400))
     if "sync" in only:
@@ -365,7 +393,13 @@ def pin_rows(sizes: Sizes, repeat: int, folder: Path) -> list[Row]:
         )
         path = config.parent / "catalog.yaml"
 
-        def once(path: Path = path, config: Path = config, catalogue: str = catalogue, key: str = key) -> Run:
+        def once(
+            path: Path = path,
+            config: Path = config,
+            catalogue: str = catalogue,
+            key: str = key,
+            target: str = target,
+        ) -> Run:
             path.write_text(catalogue, encoding="utf-8")
             return zotsync(config, "-q", "pin", target, key, timeout=300)
 
