@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError, SourceError
+from ..fingerprint import file_digest
 from ..store import Changes
 from .base import split_objects
 
@@ -19,6 +20,11 @@ class SnapshotSource:
     @property
     def id(self) -> str:
         return f"snapshot:{self.path}"
+
+    def fingerprint(self) -> str | None:
+        """The file's SHA-256, taken before any parsing: the same bytes are the same library. None when
+        unreadable (`changes` then reports why)."""
+        return file_digest(self.path)
 
     def changes(self, since: int | None) -> Changes | None:
         try:
