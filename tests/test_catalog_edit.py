@@ -443,8 +443,8 @@ ERRORS = [
         2,
         "already in the catalogue under 'Deep Learning Compiler'",
     ),
-    (["adopt", UNCURATED], 2, "Missing option '--category'"),
-    (["pin", "only-one-argument"], 2, "Missing argument 'ZOTERO_KEY'"),
+    (["adopt", UNCURATED], 2, "missing option --category NAME (see `zotsync adopt --help`)"),
+    (["pin", "only-one-argument"], 2, "missing argument ZOTERO_KEY"),
 ]
 
 

@@ -15,7 +15,18 @@ from typing import Any
 
 import factories
 import pytest
-from zotero_sqlite import GROUP_LIBRARY, build, held, leave_hot_journal, leave_wal, load_snapshot
+from zotero_sqlite import (
+    FEED_LIBRARY,
+    GROUP_ID,
+    GROUP_LIBRARY,
+    GROUP_NAME,
+    ZOTERO_10,
+    build,
+    held,
+    leave_hot_journal,
+    leave_wal,
+    load_snapshot,
+)
 
 from zotsync.cli import main
 from zotsync.errors import ConfigError, SourceError
@@ -64,14 +75,15 @@ def read(path: Path) -> dict[str, Item]:
     return {item.key: item for item in changes.items}
 
 
-def write_config(folder: Path, source_path: Path, kind: str = "local") -> Path:
+def write_config(folder: Path, source_path: Path, kind: str = "local", **source: str) -> Path:
     config = folder / f"zotsync-{kind}.yaml"
+    more = "".join(f'\n              {key}: "{value}"' for key, value in source.items())
     config.write_text(
         textwrap.dedent(
             f"""\
             source:
               type: {kind}
-              path: "{source_path}"
+              path: "{source_path}"{more}
             catalog: "{CATALOG}"
             store: "{folder / f"store-{kind}.sqlite"}"
             exports:
@@ -519,10 +531,119 @@ def test_children_attachments_and_notes(data_dir: Path) -> None:
     assert all(items[k].collections == () for k in ("ATTACHAA", "ATTACHBB", "NOTEAAAA"))
 
 
-def test_group_libraries_are_not_read(data_dir: Path) -> None:
+# -- group libraries and feeds ------------------------------------------------------------------------
+
+GROUP_OBJECTS = [
+    api_collection("GCOLAAAA", "Shared"),
+    api_collection("GCOLBBBB", "Shared reading", parent="GCOLAAAA", version=7),
+    api("GROUPAAA", "In a group library", collections=["GCOLBBBB"], version=9),
+    api("GROUPBBB", "Trashed in the group", deleted=1, version=3),
+]
+
+
+def with_group_and_feed(data_dir: Path):
+    """SMALL in the user library, GROUP_OBJECTS in group 4711, a feed item in the feed library."""
     zdb = build(data_dir / "zotero.sqlite", SMALL)
-    zdb.add_item(api("GROUPAAA", "In a group library")["data"], library=GROUP_LIBRARY)
-    assert "GROUPAAA" not in read(data_dir)
+    zdb.add(GROUP_OBJECTS, library=GROUP_LIBRARY)
+    zdb.add_item(api("FEEDAAAA", "A feed entry")["data"], library=FEED_LIBRARY)
+    return zdb
+
+
+def test_the_user_library_is_my_library_only(data_dir: Path) -> None:
+    with_group_and_feed(data_dir)
+    changes = LocalSource(data_dir).changes(None)
+    assert {i.key for i in changes.items} == {"ITEMAAAA", "ITEMBBBB", "ITEMCCCC"}
+    assert {c.key for c in changes.collections} == {"COLLAAAA", "COLLBBBB"}
+    assert (changes.library_type, changes.library_id) == ("user", str(factories.LIBRARY["id"]))
+    # library_id is not needed for the user library, and ignored (it may hold the web source's id)
+    assert LocalSource(data_dir, "user", "999").changes(None) == changes
+
+
+def test_a_group_library_by_its_group_id(data_dir: Path) -> None:
+    with_group_and_feed(data_dir)
+    changes = LocalSource(data_dir, "group", str(GROUP_ID)).changes(None)
+    items = {i.key: i for i in changes.items}
+    assert set(items) == {"GROUPAAA", "GROUPBBB"}
+    assert items["GROUPAAA"].collections == ("GCOLBBBB",)
+    assert items["GROUPBBB"].deleted and not items["GROUPAAA"].deleted
+    assert [(c.key, c.parent_key) for c in changes.collections] == [
+        ("GCOLAAAA", None),
+        ("GCOLBBBB", "GCOLAAAA"),
+    ]
+    assert (changes.library_type, changes.library_id, changes.library_name) == ("group", "4711", GROUP_NAME)
+    assert all((i.library_type, i.library_id) == ("group", "4711") for i in changes.items)
+    assert changes.library_version == 9
+
+
+def test_the_internal_library_id_does_not_name_a_group(data_dir: Path) -> None:
+    with_group_and_feed(data_dir)
+    with pytest.raises(ConfigError, match=rf'has no group {GROUP_LIBRARY}; its groups: 4711 "A group"'):
+        LocalSource(data_dir, "group", str(GROUP_LIBRARY)).changes(None)
+
+
+def test_an_unknown_group_is_a_config_error_listing_the_groups(tmp_path: Path, data_dir: Path, run) -> None:
+    zdb = with_group_and_feed(data_dir)
+    zdb.add_group(6627688, "HIDMS")
+    config = write_config(tmp_path, data_dir, library_type="group", library_id="123")
+    result = run("--config", str(config), "pull")
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        f'zotsync: error: {data_dir / "zotero.sqlite"} has no group 123; its groups: 4711 "A group", '
+        '6627688 "HIDMS"'
+    ]
+    assert not (tmp_path / "store-local.sqlite").exists() or load(tmp_path).items == ()
+
+    config = write_config(tmp_path, data_dir, library_type="group")
+    result = run("--config", str(config), "pull")
+    assert result.code == 2
+    assert "needs source.library_id, the group's id" in result.err and "4711" in result.err
+
+
+def test_a_database_without_groups_says_so(data_dir: Path) -> None:
+    zdb = build(data_dir / "zotero.sqlite", SMALL)
+    with zdb.connect() as db:
+        db.execute("DELETE FROM groups")
+        db.execute("DELETE FROM libraries WHERE type = 'group'")
+    with pytest.raises(ConfigError, match="has no group 4711; it has no group libraries"):
+        LocalSource(data_dir, "group", "4711").changes(None)
+
+
+def test_feeds_are_never_read(data_dir: Path) -> None:
+    zdb = with_group_and_feed(data_dir)
+    with zdb.connect() as db:  # even a feed whose id equals a group's id is no group
+        db.execute("INSERT INTO groups VALUES (5000, ?, 'not a group', '', 1)", (FEED_LIBRARY,))
+    for source in (LocalSource(data_dir), LocalSource(data_dir, "group", str(GROUP_ID))):
+        assert "FEEDAAAA" not in {i.key for i in source.changes(None).items}
+    with pytest.raises(ConfigError, match="has no group 5000"):
+        LocalSource(data_dir, "group", "5000").changes(None)
+
+
+def test_switching_library_rebuilds_the_store_and_status_names_it(
+    tmp_path: Path, data_dir: Path, run
+) -> None:
+    with_group_and_feed(data_dir)
+    database = data_dir / "zotero.sqlite"
+    user, group = LocalSource(data_dir), LocalSource(data_dir, "group", "4711")
+    assert len({user.id, group.id, LocalSource(data_dir, "group", "4712").id}) == 3
+
+    user_config = write_config(tmp_path, data_dir)
+    assert run("--config", str(user_config), "pull").code == 0
+    status = run("--config", str(user_config), "status").out.splitlines()[0]
+    assert status.startswith(f"library: user 4242 from {database}, version ")
+
+    group_config = write_config(tmp_path, data_dir, library_type="group", library_id="4711")
+    assert run("--config", str(group_config), "pull").code == 0
+    assert {i.key for i in load(tmp_path).items} == {"GROUPAAA", "GROUPBBB"}  # nothing of the user's left
+    status = run("--config", str(group_config), "status")
+    assert status.out.splitlines()[0].startswith(f'library: group 4711 "A group" from {database}, version 9,')
+    report = json.loads(run("--config", str(group_config), "status", "--format", "json").out)["library"]
+    assert (report["type"], report["id"], report["name"], report["source"]) == (
+        "group",
+        "4711",
+        "A group",
+        str(database),
+    )
+    assert (report["items"], report["trashed"], report["collections"]) == (1, 1, 2)
 
 
 @pytest.mark.skipif(not (FIXTURES / "item_doc.json").exists(), reason="tests/fixtures/zotero-api not present")
@@ -613,3 +734,59 @@ def test_zotero_database_from_a_builder_is_closed_and_plain(data_dir: Path) -> N
     with sqlite3.connect(data_dir / "zotero.sqlite") as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
         assert db.execute("SELECT version FROM version WHERE schema = 'userdata'").fetchone() == (123,)
+
+
+# -- Zotero 10 (userdata schema 129) ------------------------------------------------------------------
+
+
+def test_the_builders_zotero_10_variant(data_dir: Path) -> None:
+    build(data_dir / "zotero.sqlite", SMALL, schema=ZOTERO_10)
+    assert [p.name for p in data_dir.iterdir()] == ["zotero.sqlite"]  # closed: checkpointed, no -wal
+    with sqlite3.connect(data_dir / "zotero.sqlite") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("SELECT version FROM version WHERE schema = 'userdata'").fetchone() == (129,)
+        for table in ("items", "collections"):
+            assert "clientVersion" in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def test_zotero_10_reads_like_zotero_7(tmp_path: Path) -> None:
+    snapshot = load_snapshot(SEED)
+    reads = []
+    for schema in (123, ZOTERO_10):
+        path = tmp_path / str(schema) / "zotero.sqlite"
+        build(path, snapshot, seed=3, schema=schema)
+        reads.append([(comparable(i), i.version) for i in read(path).values()])
+    assert len(reads[0]) > 100
+    assert reads[1] == reads[0]
+
+
+def test_zotero_10_counts_local_writes_within_one_second(tmp_path: Path, data_dir: Path, capsys) -> None:
+    """Zotero 7–9 can only tell two edits in the same second apart by content; Zotero 10's clientVersion
+    moves with each write, so the second edit is seen even with a pull in between."""
+    zdb = build(data_dir / "zotero.sqlite", SMALL, schema=ZOTERO_10)
+    config = write_config(tmp_path, data_dir)
+    with held(data_dir / "zotero.sqlite", wal=True) as zotero:  # Zotero 10 running: WAL, locked
+        pull(capsys, config)
+        zdb.edit_field("ITEMCCCC", "title", "Welder, first edit", at="2024-06-01 10:00:00", conn=zotero)
+        assert "1 updated" in pull(capsys, config)
+        zdb.edit_field("ITEMCCCC", "title", "Welder, second edit", at="2024-06-01 10:00:00", conn=zotero)
+        assert (data_dir / "zotero.sqlite-wal").stat().st_size > 0
+        assert "1 updated" in pull(capsys, config)
+        zdb.trash_collection("COLLBBBB", at="2024-06-01 10:00:00", conn=zotero)
+        assert "1 removed" in pull(capsys, config)
+    library = load(tmp_path)
+    assert next(i for i in library.items if i.key == "ITEMCCCC").title == "Welder, second edit"
+    assert [c.key for c in library.collections] == ["COLLAAAA"]
+
+
+@pytest.mark.parametrize("schema", [130, 131])
+def test_a_newer_schema_than_tested_is_refused(tmp_path: Path, data_dir: Path, run, schema: int) -> None:
+    path = data_dir / "zotero.sqlite"
+    build(path, SMALL, schema=schema)
+    result = run("--config", str(write_config(tmp_path, data_dir)), "pull")
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        f"zotsync: error: {path} has userdata schema {schema}; zotsync is tested up to 129 (Zotero 10): "
+        "upgrade zotsync"
+    ]
+    assert local.NEWEST_SCHEMA == ZOTERO_10  # the newest schema the builder makes and these tests read

@@ -173,10 +173,10 @@ def test_fallbacks_derive_venue_and_links_from_zotero() -> None:
     assert rows["With venue"].venue == "Journal of Tests · 2017"
     assert (rows["Year only"].venue, rows["Year only"].year) == ("", "2023")
     assert rows["Nothing known"].links == (
-        Link("PDF", "zotero://open-pdf/library/items/PDF02222"),
-        Link("PDF2", "zotero://open-pdf/library/items/PDF12222"),
-        Link("Zotero", "zotero://select/library/items/NONE2222"),
-        Link("归档标签", "a.md#NONE2222"),
+        Link("PDF", "zotero://open-pdf/library/items/PDF02222", kind="pdf"),
+        Link("PDF2", "zotero://open-pdf/library/items/PDF12222", kind="pdf"),
+        Link("Zotero", "zotero://select/library/items/NONE2222", kind="zotero"),
+        Link("归档标签", "a.md#NONE2222", kind="archive"),
     )
 
 
@@ -242,4 +242,7 @@ def test_curated_links_win_and_zotero_adds_its_pdfs_unless_the_curator_has_one()
     catalogue = Catalogue("t", "", (Category("Mine", (own_pdf,)), Category("Plain", (plain,))))
     rows = {r.category: r.links for r in reconcile(catalogue, lib).placements}
     assert rows["Mine"] == own_pdf.links
-    assert rows["Plain"] == (*plain.links, Link("PDF", "zotero://open-pdf/library/items/PDFL2222"))
+    assert rows["Plain"] == (
+        *plain.links,
+        Link("PDF", "zotero://open-pdf/library/items/PDFL2222", kind="pdf"),
+    )

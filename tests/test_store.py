@@ -53,8 +53,9 @@ def test_a_store_from_a_newer_zotsync_is_refused(tmp_path: Path) -> None:
 def test_a_file_that_is_not_sqlite_is_a_store_error(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     path.write_text("not a database" * 100)
-    with pytest.raises(StoreError, match="cannot open the store"):
+    with pytest.raises(StoreError, match=r"is not a zotsync store \(it is not an SQLite database\)"):
         Store(path)
+    assert path.read_text() == "not a database" * 100
 
 
 def test_pulling_twice_is_idempotent(tmp_path: Path) -> None:

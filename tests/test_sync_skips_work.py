@@ -258,3 +258,15 @@ def test_config_digest_leaves_the_api_key_out(tmp_path):
     path.write_text((body % "Bbbbbbbbbbbbbbbbbbbbbbb2").replace('"1"', '"2"'), encoding="utf-8")
     assert digest != fingerprint.config_digest(load_config(path))
     assert "Aaaaaaaa" not in fingerprint.ExportRecord({"config": digest}, 0, {}).dumps()
+
+
+def test_changed_labels_render_again(project, run, renders):
+    sync(run, project)
+    config = project / "config" / "zotsync.yaml"
+    text = config.read_text(encoding="utf-8").replace(
+        "exports:\n", "exports:\n  labels: {no_venue: Nowhere yet}\n"
+    )
+    config.write_text(text, encoding="utf-8")
+    sync(run, project)
+    assert len(renders) == 2
+    assert "Nowhere yet" in (project / "exports" / "catalog.md").read_text(encoding="utf-8")

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import random
 import socket
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -136,6 +138,14 @@ class FakeLibrary:
             obj = self.items[key]
             obj["data"].update(fields)
             self._stamp(obj, version)
+
+    def edit_item_locally(self, key: str, **fields: Any) -> None:
+        """An edit made in Zotero desktop and not yet synced: the content changes, the version does not
+        (what the desktop's local API then serves)."""
+        with self.lock:
+            self.items[key]["data"].update(fields)
+            self._json.pop(key, None)
+            self.listings.clear()
 
     def add_item(
         self,
@@ -315,10 +325,12 @@ class FakeLibrary:
 class Fault:
     """What goes wrong with one request. `None` in the queue lets a request through untouched."""
 
-    kind: str  # status | drop | truncate | delay | backoff
+    kind: str  # status | drop | truncate | delay | headers | drip | gzip_bomb
     status: int = 503
     headers: Mapping[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    interval: float = 0.0
+    body: str = ""
 
     @classmethod
     def status_code(cls, status: int, retry_after: float | None = None) -> Fault:
@@ -341,13 +353,44 @@ class Fault:
         return cls("delay", seconds=seconds)
 
     @classmethod
-    def backoff(cls, seconds: float) -> Fault:
+    def backoff(cls, seconds: float | str) -> Fault:
         """Answer normally with a `Backoff: seconds` header."""
-        return cls("backoff", headers={"Backoff": _seconds(seconds)})
+        return cls.with_headers(Backoff=seconds if isinstance(seconds, str) else _seconds(seconds))
+
+    @classmethod
+    def with_headers(cls, **headers: str) -> Fault:
+        """Answer normally, with these headers added or replaced (underscores become dashes)."""
+        return cls("headers", headers={k.replace("_", "-"): v for k, v in headers.items()})
+
+    @classmethod
+    def error_body(cls, status: int, body: str) -> Fault:
+        """Answer `status` with this text as the body (a server echoing what it was sent)."""
+        return cls("status", status=status, body=body)
+
+    @classmethod
+    def drip(cls, interval: float, seconds: float = 5.0) -> Fault:
+        """Answer normally, but send the body one byte every `interval` seconds; hang up after `seconds`
+        (so the server stops by itself whatever the client does)."""
+        return cls("drip", seconds=seconds, interval=interval)
+
+    @classmethod
+    def gzip_bomb(cls) -> Fault:
+        """Answer 200 with about 1 MB of gzip that expands to 1 GiB."""
+        return cls("gzip_bomb")
 
 
 def _seconds(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
+
+
+@functools.cache
+def gzip_bomb() -> bytes:
+    """About 1 MB of gzip expanding to 1 GiB of zeros: eight members of 128 MiB each (a gzip stream may
+    hold several), built once per process."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(2**20)
+    member = b"".join([*(packer.compress(zeros) for _ in range(128)), packer.flush()])
+    return member * 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,9 +424,15 @@ class ZoteroServer:
         self.faults: deque[Fault | None] = deque()
         self.total_results = True  # False: behave like a mirror that omits Total-Results
         self.latency = 0.0  # seconds to wait before each answer: a network round trip, for bench/
+        # Hostile and special modes, for the fault tests:
+        self.extra_headers: dict[str, str] = {}  # added to (or replacing) the headers of every answer
+        self.endless = False  # item listings: always a full page of made-up items, no Total-Results
+        # The Zotero desktop's local API: /api/users/0/… for the first user library, no key, no /deleted,
+        # nothing in /deleted; "off" answers 403 as Zotero does while the setting is unchecked.
+        self.local: bool | str = False
         self._hooks: list[tuple[int, Callable[[FakeLibrary], None]]] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, 0), _handler_for(self))
+        self._httpd = _QuietServer((host, 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -460,6 +509,11 @@ class ZoteroServer:
             )
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client hanging up mid-answer (a timeout or a refused body) is part of the tests
+
+
 @dataclass(slots=True)
 class _Answer:
     status: int
@@ -492,18 +546,43 @@ def _handler_for(server: ZoteroServer) -> type[BaseHTTPRequestHandler]:
             if fault and fault.kind == "delay":
                 time.sleep(fault.seconds)
             if fault and fault.kind == "status":
-                answer = _Answer(
-                    fault.status, _reason(fault.status).encode(), dict(fault.headers), "text/plain"
-                )
+                body = (fault.body or _reason(fault.status)).encode()
+                answer = _Answer(fault.status, body, dict(fault.headers), "text/plain")
+            elif fault and fault.kind == "gzip_bomb":
+                answer = _Answer(200, gzip_bomb(), {"Last-Modified-Version": str(server.library.version)})
+                answer.headers["Content-Encoding"] = "gzip"
             else:
                 try:
                     answer = _route(server, parts.path, params, headers)
                 except _HTTPError as exc:
                     answer = _Answer(exc.status, exc.message.encode(), content_type="text/plain")
-                if fault and fault.kind == "backoff":
+                answer.headers.update(server.extra_headers)
+                if fault and fault.kind == "headers":
                     answer.headers.update(fault.headers)
             server._answered(index, answer.status)
+            if fault and fault.kind == "drip":
+                self._drip(answer, fault.interval, fault.seconds)
+                return
             self._send(answer, truncate=bool(fault and fault.kind == "truncate"))
+
+        def _drip(self, answer: _Answer, interval: float, seconds: float) -> None:
+            ends = time.monotonic() + seconds
+            try:
+                self.send_response(answer.status)
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(answer.body)))
+                self.end_headers()
+                self.wfile.flush()
+                for byte in answer.body:
+                    if time.monotonic() > ends:
+                        break
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(interval)
+            except OSError:
+                pass
+            self.close_connection = True
 
         def _send(self, answer: _Answer, truncate: bool) -> None:
             try:
@@ -562,6 +641,8 @@ def _api_key(headers: Mapping[str, str], params: Mapping[str, str]) -> str | Non
 
 
 def _route(server: ZoteroServer, path: str, params: dict[str, str], headers: dict[str, str]) -> _Answer:
+    if server.local:
+        return _local_route(server, path, params, headers)
     key = _api_key(headers, params)
     if key is not None and key not in server.keys:
         raise _HTTPError(403, "Invalid key")
@@ -578,6 +659,23 @@ def _route(server: ZoteroServer, path: str, params: dict[str, str], headers: dic
         raise _HTTPError(403)
     with library.lock:
         return _library_route(server, library, parts[2:], params, headers, path)
+
+
+def _local_route(server: ZoteroServer, path: str, params: dict[str, str], headers: dict[str, str]) -> _Answer:
+    """The desktop's local API: read-only, no key, "My Library" as users/0, no /deleted."""
+    if server.local == "off":
+        raise _HTTPError(403, "Local API is not enabled")
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] != ["api"] or len(parts) < 4:
+        raise _HTTPError(404)
+    prefix = f"{parts[1]}/{parts[2]}"
+    if prefix == "users/0":
+        prefix = next((p for p in server.libraries if p.startswith("users/")), prefix)
+    library = server.libraries.get(prefix)
+    if library is None or parts[3] == "deleted":
+        raise _HTTPError(404)
+    with library.lock:
+        return _library_route(server, library, parts[3:], params, headers, "/".join(["", *parts]))
 
 
 def _key_info(server: ZoteroServer, key: str | None) -> _Answer:
@@ -621,6 +719,8 @@ def _library_route(
             for kind in ("collections", "items", "searches")
         } | {"tags": [], "settings": []}
         return _Answer(200, json.dumps(body).encode(), version_headers)
+    if rest == ["items"] and server.endless:
+        return _endless_page(library, params)
     if rest[0] == "items":
         if single:
             return _single(library, library.items, rest[1])
@@ -651,6 +751,19 @@ def _library_route(
 
         return _listing(server, path, library, select, params, "dateModified")
     raise _HTTPError(404)
+
+
+def _endless_page(library: FakeLibrary, params: dict[str, str]) -> _Answer:
+    """A full page of made-up items wherever the client starts, and no Total-Results: a listing that never
+    ends unless the client bounds it."""
+    start = _int_param(params, "start") or 0
+    limit = min(MAX_LIMIT, _int_param(params, "limit") or DEFAULT_LIMIT)
+    objects = []
+    for n in range(start, start + limit):
+        key = "".join(KEY_ALPHABET[(n // len(KEY_ALPHABET) ** i) % len(KEY_ALPHABET)] for i in range(8))
+        data = {"key": key, "version": library.version, "itemType": "book", "title": f"Endless {n}"}
+        objects.append(json.dumps(library._item_object(data)).encode())
+    return _Answer(200, b"[" + b",".join(objects) + b"]", {"Last-Modified-Version": str(library.version)})
 
 
 def _single(library: FakeLibrary, objects: Mapping[str, dict[str, Any]], key: str) -> _Answer:

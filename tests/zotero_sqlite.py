@@ -1,8 +1,10 @@
 """Build real zotero.sqlite files for tests, filled from the snapshot format (Web API JSON objects).
 
 The tables and columns are Zotero's own (userdata schema 123, Zotero 7), reduced to what a reader of the
-library needs. System ids (item types, fields, creator types) are *shuffled* per seed, as they differ
-between real installations, so a reader that hard-codes or compares numeric ids reads garbage here.
+library needs; `schema=129` builds a Zotero 10 database instead (WAL mode, `clientVersion` on items and
+collections, counting local writes). System ids (item types, fields, creator types) are *shuffled* per
+seed, as they differ between real installations, so a reader that hard-codes or compares numeric ids
+reads garbage here.
 
 Modes a test can put the file in:
 * the default: a rollback-journal database, closed (Zotero ≤ 9 not running);
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 USERDATA_VERSION = 123  # Zotero 7–8
+ZOTERO_10 = 129  # userdata schema of Zotero 10: WAL, clientVersion columns
 
 ITEM_TYPES = tuple(
     [
@@ -211,7 +214,9 @@ CREATE TABLE baseFieldMappingsCombined (itemTypeID INT, baseFieldID INT, fieldID
 """
 
 USER_LIBRARY = 1
-GROUP_LIBRARY = 2
+GROUP_LIBRARY = 2  # the file's libraryID of the group below
+GROUP_ID, GROUP_NAME = 4711, "A group"  # its zotero.org group id and name
+FEED_LIBRARY = 3
 
 
 def load_snapshot(path: Path) -> list[dict[str, Any]]:
@@ -253,21 +258,28 @@ class ZoteroDB:
         fields: Iterable[str] = (),
         type_fields: Mapping[str, Iterable[str]] | None = None,
         user_id: int | None = None,
+        schema: int = USERDATA_VERSION,
     ) -> None:
         self.path = path
         self.rng = random.Random(seed)
         self.combined = combined
+        self.schema = schema
+        self.client_versions = schema >= ZOTERO_10
         path.parent.mkdir(parents=True, exist_ok=True)
         field_names = list(dict.fromkeys([*BASE_FIELDS, *(f for _, f in BASE_MAPPINGS), *fields]))
         types = list(dict.fromkeys([*ITEM_TYPES, *item_types]))
         self.type_ids = self._shuffled(types)
         self.field_ids = self._shuffled(field_names)
         self.creator_type_ids = self._shuffled(CREATOR_TYPES)
+        if self.client_versions:
+            with closing(sqlite3.connect(path)) as db:
+                db.execute("PRAGMA journal_mode = WAL")  # persistent: the file's header says WAL
         with self.connect() as db:
             db.executescript(SCHEMA + (COMBINED if combined else ""))
-            db.executemany(
-                "INSERT INTO version VALUES (?, ?)", [("userdata", USERDATA_VERSION), ("system", 32)]
-            )
+            if self.client_versions:
+                for table in ("items", "collections"):
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN clientVersion INT NOT NULL DEFAULT 0")
+            db.executemany("INSERT INTO version VALUES (?, ?)", [("userdata", schema), ("system", 32)])
             db.executemany("INSERT INTO itemTypes VALUES (?, ?, NULL, 1)", _rows(self.type_ids))
             db.executemany("INSERT INTO fields VALUES (?, ?, NULL)", _rows(self.field_ids))
             db.executemany("INSERT INTO creatorTypes VALUES (?, ?)", _rows(self.creator_type_ids))
@@ -286,9 +298,9 @@ class ZoteroDB:
                 db.execute("INSERT INTO baseFieldMappingsCombined SELECT * FROM baseFieldMappings")
             db.executemany(
                 "INSERT INTO libraries VALUES (?, ?, 1, 1, 0, 0, 0, 0)",
-                [(USER_LIBRARY, "user"), (GROUP_LIBRARY, "group"), (3, "feed")],
+                [(USER_LIBRARY, "user"), (GROUP_LIBRARY, "group"), (FEED_LIBRARY, "feed")],
             )
-            db.execute("INSERT INTO groups VALUES (4711, ?, 'A group', '', 1)", (GROUP_LIBRARY,))
+            db.execute("INSERT INTO groups VALUES (?, ?, ?, '', 1)", (GROUP_ID, GROUP_LIBRARY, GROUP_NAME))
             if user_id is not None:
                 db.execute("INSERT INTO settings VALUES ('account', 'userID', ?)", (user_id,))
         self.type_fields: dict[str, list[str]] = {}
@@ -336,9 +348,12 @@ class ZoteroDB:
                 known.append(name)
 
     # -- filling from API JSON ---------------------------------------------------------------------
-    def add(self, objects: Iterable[Mapping[str, Any]], *, synced: bool = True) -> None:
-        """Insert API objects (items and collections mixed) into the user library, as a sync would:
-        `version` = the object's version, `synced` = 1 (or a never-synced library: version 0, synced 0)."""
+    def add(
+        self, objects: Iterable[Mapping[str, Any]], *, synced: bool = True, library: int = USER_LIBRARY
+    ) -> None:
+        """Insert API objects (items and collections mixed) into a library (the user's unless told), as
+        a sync would: `version` = the object's version, `synced` = 1 (or a never-synced library: version 0,
+        synced 0)."""
         objects = list(objects)
         with self.connect() as db:
             user = next(
@@ -349,7 +364,7 @@ class ZoteroDB:
             collections = [o.get("data", o) for o in objects if is_collection(o)]
             items = [o.get("data", o) for o in objects if not is_collection(o)]
             for data in collections:
-                self._insert_collection(db, data, synced)
+                self._insert_collection(db, data, synced, library)
             for data in collections:
                 if data.get("parentCollection"):
                     db.execute(
@@ -367,12 +382,14 @@ class ZoteroDB:
                     names = []
                 self.declare_fields(data["itemType"], names, conn=db)
             for data in items:
-                self._insert_item(db, data, synced)
+                self._insert_item(db, data, synced, library)
             for data in items:
                 if data.get("parentItem"):
                     self._link_child(db, data)
 
-    def _insert_collection(self, db: sqlite3.Connection, data: Mapping[str, Any], synced: bool) -> None:
+    def _insert_collection(
+        self, db: sqlite3.Connection, data: Mapping[str, Any], synced: bool, library: int = USER_LIBRARY
+    ) -> None:
         db.execute(
             "INSERT INTO collections (collectionID, collectionName, clientDateModified, libraryID, key,"
             " version, synced) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -380,7 +397,7 @@ class ZoteroDB:
                 self._new_id(db, "collections", "collectionID"),
                 data["name"],
                 NOW,
-                USER_LIBRARY,
+                library,
                 data["key"],
                 int(data.get("version", 0)) if synced else 0,
                 int(synced),
@@ -397,7 +414,8 @@ class ZoteroDB:
         item_id = self._new_id(db, "items", "itemID")
         modified = sql_time(data.get("dateModified", ""))
         db.execute(
-            "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO items (itemID, itemTypeID, dateAdded, dateModified, clientDateModified, libraryID,"
+            " key, version, synced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 item_id,
                 self.type_ids[data["itemType"]],
@@ -424,7 +442,7 @@ class ZoteroDB:
         for index, key in enumerate(data.get("collections", ())):
             if not db.execute("SELECT 1 FROM collections WHERE key = ?", (key,)).fetchone():
                 # a membership in a collection the objects do not include (a lone API item)
-                self._insert_collection(db, {"key": key, "name": key, "version": 0}, synced)
+                self._insert_collection(db, {"key": key, "name": key, "version": 0}, synced, library)
             db.execute(
                 "INSERT INTO collectionItems VALUES (?, ?, ?)", (self.collection_id(key, db), item_id, index)
             )
@@ -515,6 +533,27 @@ class ZoteroDB:
     # -- what Zotero does on a local edit (synced = 0, clientDateModified = now) ----------------------
     def touch(self, db: sqlite3.Connection, item_id: int, at: str) -> None:
         db.execute("UPDATE items SET synced = 0, clientDateModified = ? WHERE itemID = ?", (at, item_id))
+        if self.client_versions:  # Zotero 10 also counts local writes
+            db.execute("UPDATE items SET clientVersion = clientVersion + 1 WHERE itemID = ?", (item_id,))
+
+    def _touch_collection(self, db: sqlite3.Connection, collection_id: int, at: str) -> None:
+        db.execute(
+            "UPDATE collections SET synced = 0, clientDateModified = ? WHERE collectionID = ?",
+            (at, collection_id),
+        )
+        if self.client_versions:
+            db.execute(
+                "UPDATE collections SET clientVersion = clientVersion + 1 WHERE collectionID = ?",
+                (collection_id,),
+            )
+
+    def add_group(self, group_id: int, name: str) -> int:
+        """Another group library (Zotero adds one per group the account joins); returns its libraryID."""
+        with self.connect() as db:
+            library = int(db.execute("SELECT max(libraryID) + 1 FROM libraries").fetchone()[0])
+            db.execute("INSERT INTO libraries VALUES (?, 'group', 1, 1, 0, 0, 0, 0)", (library,))
+            db.execute("INSERT INTO groups VALUES (?, ?, ?, '', 1)", (group_id, library, name))
+        return library
 
     def edit_field(
         self, key: str, field: str, value: str, *, at: str, conn: sqlite3.Connection | None = None
@@ -575,19 +614,13 @@ class ZoteroDB:
         with self.connect(conn) as db:
             collection_id = self.collection_id(key, db)
             db.execute("INSERT OR REPLACE INTO deletedCollections VALUES (?, ?)", (collection_id, at))
-            db.execute(
-                "UPDATE collections SET synced = 0, clientDateModified = ? WHERE collectionID = ?",
-                (at, collection_id),
-            )
+            self._touch_collection(db, collection_id, at)
 
     def restore_collection(self, key: str, *, at: str, conn: sqlite3.Connection | None = None) -> None:
         with self.connect(conn) as db:
             collection_id = self.collection_id(key, db)
             db.execute("DELETE FROM deletedCollections WHERE collectionID = ?", (collection_id,))
-            db.execute(
-                "UPDATE collections SET synced = 0, clientDateModified = ? WHERE collectionID = ?",
-                (at, collection_id),
-            )
+            self._touch_collection(db, collection_id, at)
 
     def add_annotation(
         self, key: str, parent_key: str, text: str, *, conn: sqlite3.Connection | None = None

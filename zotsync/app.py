@@ -39,10 +39,11 @@ def bulk_phase() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
-    if must_exist and not config.store.exists():
+def open_store(config: Config, must_exist: bool = False, readonly: bool = False) -> Iterator[Store]:
+    """The configured store. `readonly` (status, export, list): never creates, upgrades or writes it."""
+    if (must_exist or readonly) and not config.store.exists():
         raise StoreError(f"no store at {config.store}: run `zotsync pull` first")
-    store = Store(config.store)
+    store = Store(config.store, readonly=readonly)
     try:
         yield store
     finally:
@@ -51,7 +52,7 @@ def open_store(config: Config, must_exist: bool = False) -> Iterator[Store]:
 
 def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
         bulk_phase(),
@@ -73,6 +74,24 @@ class SyncResult:
         """Whether any export file changed."""
         return any(wrote for _, wrote in self.written)
 
+    def summary(self, duration_s: float) -> dict[str, Any]:
+        """The one JSON object `sync --json` prints (docs/commands.md lists every field)."""
+        counts = self.pull.result
+        return {
+            "changed": self.changed,
+            "library_version": self.pull.to_version,
+            "previous_version": self.pull.from_version,
+            "requests": self.requests,
+            "files": [str(path) for path, wrote in self.written if wrote],
+            "unchanged": [str(path) for path, wrote in self.written if not wrote],
+            "duration_s": round(duration_s, 3),
+            "items_added": counts.items_added,
+            "items_updated": counts.items_updated,
+            "items_removed": counts.items_removed,
+            "collections_changed": counts.collections_changed,
+            "collections_removed": counts.collections_removed,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Merged:
@@ -90,7 +109,7 @@ def merge(config: Config, catalogue: Catalogue, store: Store) -> Merged:
     )
     library = store.load_page()
     reconciliation = reconcile(catalogue, library, options)
-    page = Page(catalogue.title, catalogue.description, reconciliation.placements)
+    page = Page(catalogue.title, catalogue.description, reconciliation.placements, config.exports.labels)
     return Merged(page, reconciliation, library)
 
 
@@ -100,7 +119,7 @@ def default_output(config: Config, fmt: str) -> Path:
 
 def render(config: Config, fmt: str) -> str:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store, bulk_phase():
+    with open_store(config, readonly=True) as store, bulk_phase():
         return RENDERERS[fmt](merge(config, catalogue, store).page)
 
 
@@ -114,7 +133,7 @@ def run_sync(
     inputs = fingerprint.export_inputs(config, catalogue_digest)
     paths = [default_output(config, fmt) for fmt in config.exports.formats]
     with (
-        open_source(config.source, progress) as source,
+        open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
@@ -143,18 +162,35 @@ EXPORT_RECORD = "export_record"  # sync state: what the last complete sync expor
 
 def status(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog)
-    with open_store(config, must_exist=True) as store, bulk_phase():
+    with open_store(config, readonly=True) as store, bulk_phase():
         merged = merge(config, catalogue, store)
-        state = {name: store.state(name) for name in ("library_version", "last_sync_at")}
+        state = {
+            name: store.state(name)
+            for name in (
+                "library_version",
+                "last_sync_at",
+                "library_type",
+                "library_id",
+                "library_name",
+                "source",
+            )
+        }
     rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
+    claimed = {r.zotero_key for r in rows if r.curated}
     return {
         "library": {
+            "type": state["library_type"] or "user",
+            "id": state["library_id"] or "",
+            "name": state["library_name"] or "",
+            "source": origin(state["source"] or ""),
             "version": int(state["library_version"]) if state["library_version"] else None,
             "last_sync_at": state["last_sync_at"],
             "items": sum(1 for i in library.items if i.is_regular and not i.deleted),
             "trashed": sum(1 for i in library.items if i.is_regular and i.deleted),
             "collections": len(library.collections),
+            # items no curated entry claims, inbox or not: what `zotsync list --uncurated` shows
+            "uncurated": len({r.zotero_key for r in rows if r.zotero_key and not r.curated} - claimed),
         },
         "catalogue": {
             "entries": len(rows),
@@ -189,15 +225,22 @@ def status(config: Config) -> dict[str, Any]:
     }
 
 
+def origin(source_id: str) -> str:
+    """Where a source id says the library came from: the file, or the Web API's URL."""
+    kind, _, where = source_id.partition(":")
+    return where.partition("#")[0] if kind in ("local", "snapshot") else where
+
+
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
     """Uncurated items in an inbox collection (or below it) or carrying an inbox tag: candidates for
     the curator's next `zotsync adopt`."""
+    from .commands.listing import in_collections
+
     paths = config.reconcile.inbox_collections
     tags = set(config.reconcile.inbox_tags)
     found: dict[str, dict[str, str]] = {}
     for row in rows:
-        in_collection = any(c == p or c.startswith(p + " / ") for c in row.collections for p in paths)
-        if not row.curated and (in_collection or tags & set(row.tags)):
+        if not row.curated and (in_collections(row.collections, paths) or tags & set(row.tags)):
             found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "title": row.title})
     return list(found.values())
 

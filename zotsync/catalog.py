@@ -11,7 +11,8 @@ from typing import Any
 
 from .errors import CatalogError, ConfigError
 from .model import Catalogue, CatalogueEntry, Category, Link
-from .yamlio import line_of, load_yaml, where
+from .text import did_you_mean
+from .yamlio import line_of, load_yaml, text_of, where
 
 TOP_KEYS = ("title", "description", "categories")
 CATEGORY_KEYS = ("name", "entries")
@@ -87,9 +88,8 @@ def _entry(raw: Any, category: str, path: Path, parent: Any) -> CatalogueEntry:
     if not isinstance(noted, bool):
         raise CatalogError(f"{where(path, raw, 'noted')}: noted must be true or false")
     links_raw = raw.get("links") or {}
-    if not isinstance(links_raw, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in links_raw.items()
-    ):
+    links = {label: text_of(links_raw, label) for label in links_raw} if isinstance(links_raw, dict) else {}
+    if not isinstance(links_raw, dict) or any(url is None for url in links.values()):
         raise CatalogError(f"{where(path, raw, 'links')}: links must map labels to URLs")
     key = _text(raw, "zotero_key", path).strip()
     if key and not ZOTERO_KEY.match(key):
@@ -101,7 +101,7 @@ def _entry(raw: Any, category: str, path: Path, parent: Any) -> CatalogueEntry:
         status=status,
         why=_text(raw, "why", path).strip(),
         noted=noted,
-        links=tuple(Link(label, url) for label, url in links_raw.items()),
+        links=tuple(Link(label, url or "") for label, url in links.items()),
         zotero_key=key,
         doi=_text(raw, "doi", path).strip(),
         arxiv=_text(raw, "arxiv", path).strip(),
@@ -115,15 +115,13 @@ def _entry(raw: Any, category: str, path: Path, parent: Any) -> CatalogueEntry:
 def _only(raw: dict[str, Any], allowed: tuple[str, ...], path: Path, what: str) -> None:
     for key in raw:
         if key not in allowed:
-            raise CatalogError(
-                f"{where(path, raw, key)}: unknown {what} key '{key}' (expected one of {', '.join(allowed)})"
-            )
+            hint = did_you_mean(key, allowed) or f" (expected one of {', '.join(allowed)})"
+            raise CatalogError(f"{where(path, raw, key)}: unknown {what} key '{key}'{hint}")
 
 
 def _text(raw: dict[str, Any], key: str, path: Path) -> str:
-    value = raw.get(key)
+    """A text field exactly as the curator typed it: `010` stays `010`, not the number 8."""
+    value = text_of(raw, key)
     if value is None:
-        return ""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise CatalogError(f"{where(path, raw, key)}: '{key}' must be text")
-    return str(value)
+        raise CatalogError(f"{where(path, raw, key)}: '{key}' must be text, not a list or a mapping")
+    return value

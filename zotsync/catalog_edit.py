@@ -21,9 +21,10 @@ import yaml
 from rapidfuzz import fuzz, process
 
 from .catalog import ZOTERO_KEY, parse_catalogue
-from .errors import CatalogError
+from .errors import CatalogError, ConfigError
 from .model import Catalogue, CatalogueEntry, Category
 from .reconcile import normalize
+from .yamlio import compose, parse_yaml, text_of
 
 _NULL = "tag:yaml.org,2002:null"
 _BREAK = re.compile(r"\r\n|\r|\n")
@@ -84,9 +85,11 @@ class _Document:
         self.name = name
         self.catalogue = _parse(text, name)  # also proves the node shapes below: mappings and lists
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
+            root = compose(text)
         except yaml.YAMLError as exc:  # _parse succeeded, so this is unlikely; still one line
-            raise CatalogEditError(f"cannot edit this catalogue: {_yaml_problem(name, exc)}") from None
+            raise CatalogEditError(
+                f"cannot edit this catalogue ({name}: {' '.join(str(exc).split())})"
+            ) from None
         if not isinstance(root, yaml.MappingNode):
             raise CatalogEditError(f"{name}: the catalogue is empty; add a 'categories:' list first")
         self.root = root
@@ -147,7 +150,8 @@ def pin(text: str, target: str, key: str, *, force: bool = False, name: str = "c
     title = chosen[0].title
     edits: list[_Edit] = []
     replaced: list[str] = []
-    for entry in chosen:
+    # An entry listed again through a YAML alias is one mapping in the text: edit it where it is defined.
+    for entry in list({id(e.node): e for e in chosen}.values()):
         key_node = _key(entry.node, "zotero_key")
         value = _value(entry.node, "zotero_key")
         if key_node is None or value is None:
@@ -178,6 +182,17 @@ def pin(text: str, target: str, key: str, *, force: bool = False, name: str = "c
     return result
 
 
+def _with_root(text: str) -> str:
+    """An empty catalogue (nothing, or only comments) gains a `categories:` key to adopt into."""
+    try:
+        empty = yaml.compose(text, Loader=yaml.SafeLoader) is None
+    except yaml.YAMLError:
+        return text  # _Document reports it, with its line
+    if not empty:
+        return text
+    return text + ("" if not text or text.endswith(("\n", "\r")) else "\n") + "categories:\n"
+
+
 def adopt(
     text: str,
     category: str,
@@ -193,7 +208,7 @@ def adopt(
     title, category = title.strip(), category.strip()
     if not title:
         raise CatalogEditError(f"the Zotero item {key} has no title; add one in Zotero first")
-    doc = _Document(text, name)
+    doc = _Document(_with_root(text), name)
     for entry in doc.entries:
         if _scalar_text(_value(entry.node, "zotero_key")) == key:
             raise CatalogEditError(f"{key} is already in the catalogue under '{entry.category}'")
@@ -390,7 +405,7 @@ def _replace_scalar(doc: _Document, node: yaml.ScalarNode, key: str) -> _Edit:
         raise CatalogEditError(f"{doc.name}:{node.start_mark.line + 1}: zotero_key is a block scalar")
     if node.style == "'":
         return _Edit(start, end, f"'{key}'")
-    if node.style is None and _scalar_text(node):
+    if node.style in (None, "") and _scalar_text(node):  # plain: None from PyYAML, "" from libyaml
         return _Edit(start, end, key)  # the curator wrote it plain; keep it plain
     new = yaml_quote(key)
     if start == end:  # `zotero_key:` with no value: the mark sits right after the colon
@@ -467,19 +482,10 @@ def _append(
 
 def _parse(text: str, name: str) -> Catalogue:
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogEditError(f"{_yaml_problem(name, exc)}; not edited") from None
+        raw = parse_yaml(text, name)
+    except ConfigError as exc:
+        raise CatalogEditError(f"{exc}; not edited") from None
     return parse_catalogue(raw, Path(name))
-
-
-def _yaml_problem(name: str, exc: yaml.YAMLError) -> str:
-    """PyYAML's messages span lines; a zotsync error is one line: `file:line: malformed YAML: …`."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{name}:{mark.line + 1}" if mark else name
-        return f"{where}: malformed YAML: {exc.problem or exc.context}"
-    return f"{name}: malformed YAML: {' '.join(str(exc).split())}"
 
 
 def _verify(
@@ -491,15 +497,12 @@ def _verify(
     """The new text must parse to the old catalogue plus exactly the intended change — as model objects
     and as raw YAML data (so nothing outside the entries moved either) — or nothing is written."""
     try:
-        raw_new = yaml.safe_load(new_text)
+        raw_new = parse_yaml(new_text, doc.name)
         parsed = parse_catalogue(raw_new, Path(doc.name))
-    except yaml.YAMLError as exc:
-        problem = _yaml_problem(doc.name, exc)
-        raise CatalogEditError(f"the edit would break the catalogue ({problem}); not written") from None
-    except CatalogError as exc:
+    except ConfigError as exc:  # CatalogError included
         raise CatalogEditError(f"the edit would break the catalogue ({exc}); not written") from None
     if _strip_lines(parsed) != _strip_lines(expect(doc.catalogue)) or raw_new != expect_raw(
-        copy.deepcopy(yaml.safe_load(doc.text))
+        copy.deepcopy(parse_yaml(doc.text, doc.name))
     ):
         raise CatalogEditError(
             f"{doc.name}: cannot edit this layout safely (the result would differ by more than the "
@@ -520,7 +523,7 @@ def _expect_raw_pin(raw: Any, title: str, key: str) -> Any:
     wanted = normalize.title(title)
     for category in raw.get("categories") or ():
         for entry in category.get("entries") or ():
-            if normalize.title(str(entry.get("title", ""))) == wanted:
+            if normalize.title(text_of(entry, "title") or "") == wanted:
                 entry["zotero_key"] = key
     return raw
 
@@ -528,7 +531,7 @@ def _expect_raw_pin(raw: Any, title: str, key: str) -> Any:
 def _expect_raw_adopt(raw: Any, category: str, title: str, key: str) -> Any:
     new = {"title": title, "zotero_key": key}
     for found in raw.get("categories") or ():
-        if str(found.get("name", "")).strip() == category:
+        if (text_of(found, "name") or "").strip() == category:
             found["entries"] = [*(found.get("entries") or ()), new]
             return raw
     raw["categories"] = [*(raw.get("categories") or ()), {"name": category, "entries": [new]}]

@@ -1,4 +1,8 @@
-"""The command line: parse options, load config, call the app, map errors to exit codes. No logic."""
+"""The command line: parse options, find and load the config, call a use case, map errors to exit codes.
+
+No logic lives here. Use-case modules are imported inside the command that runs them, so `zotsync
+--help` and `--version` start without pandas, pyzotero or the store (bench/bench_startup.py).
+"""
 
 from __future__ import annotations
 
@@ -6,82 +10,140 @@ import json
 import logging
 import os
 import sys
+import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import __version__, app
-from .config import Config, load_config, resolve_path
+from . import __version__, runlog
 from .errors import ZotsyncError
-from .export import write_atomically
+from .secrets import RedactFilter, redact, register
+
+if TYPE_CHECKING:
+    from .config import Config
 
 log = logging.getLogger("zotsync")
 
 
-# Secrets seen in this run: whatever zotsync prints passes through `redact`, so an API key that slipped
-# into an exception or a log line (belt and braces: none should) is still not shown.
-_secrets: set[str] = set()
-
-
-def redact(text: str) -> str:
-    for secret in _secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
-class _Redact(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), ()
-        return True
-
-
 class _State:
+    """The global options (given before or after the command) and the config they lead to."""
+
     def __init__(self, config_path: str | None, verbose: bool, quiet: bool) -> None:
         self.config_path = config_path
         self.verbose = verbose
         self.quiet = quiet
         self._config: Config | None = None
+        self._stderr = logging.StreamHandler(sys.stderr)
+        self._stderr.setFormatter(logging.Formatter("zotsync: %(message)s"))
+        self._stderr.addFilter(RedactFilter())
+        log.handlers = [self._stderr]
+        self.set_levels()
+
+    def absorb(self, params: dict[str, Any]) -> None:
+        """Take the global options a subcommand was given (`zotsync sync -q`) out of its params."""
+        config_path, verbose, quiet = (params.pop(name) for name in ("config_path", "verbose", "quiet"))
+        self.config_path = config_path or self.config_path
+        self.verbose, self.quiet = self.verbose or verbose, self.quiet or quiet
+        self.set_levels()
+
+    def set_levels(self) -> None:
+        self._stderr.setLevel(
+            logging.DEBUG if self.verbose else logging.WARNING if self.quiet else logging.INFO
+        )
+        log.setLevel(
+            logging.DEBUG if self.verbose else logging.INFO
+        )  # the handlers choose; a log file sees INFO
 
     @property
     def config(self) -> Config:
         if self._config is None:
-            self._config = load_config(resolve_path(self.config_path))
-            if self._config.source.api_key:
-                _secrets.add(self._config.source.api_key)
+            from .config import find_config, load_config
+
+            self._config = load_config(find_config(self.config_path))
+            runlog.events.info("config %s", self._config.path)
+            register(self._config.source.api_key)
         return self._config
 
-    def say(self, message: str) -> None:
-        if not self.quiet:
+    def say(self, message: str, log_only: bool = False) -> None:
+        runlog.events.info(message)  # reaches a --log-file, if there is one, even under -q
+        if not (self.quiet or log_only):
             click.echo(message, err=True)
 
-    def say_written(self, path: Path, wrote: bool) -> None:
-        self.say(f"{'wrote' if wrote else 'unchanged'} {path}")
+    def say_written(self, path: Path, wrote: bool, log_only: bool = False) -> None:
+        self.say(f"{'wrote' if wrote else 'unchanged'} {path}", log_only)
 
 
 pass_state = click.make_pass_decorator(_State)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _global_options() -> list[click.Option]:
+    return [
+        click.Option(
+            ["--config", "config_path"],
+            metavar="PATH",
+            help="Config file (else $ZOTSYNC_CONFIG, ./zotsync.yaml, ./config/zotsync.yaml, the user's "
+            "config folder).",
+        ),
+        click.Option(["-v", "--verbose"], is_flag=True, help="Log each step, and show tracebacks on errors."),
+        click.Option(["-q", "--quiet"], is_flag=True, help="Print nothing but errors."),
+    ]
+
+
+class _Command(click.Command):
+    """A command that also takes the global options after its name: `zotsync sync -q --config X`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params += _global_options()
+
+    def invoke(self, ctx: click.Context) -> Any:
+        ctx.ensure_object(_State).absorb(ctx.params)
+        return super().invoke(ctx)
+
+
+class _Group(click.Group):
+    """Every command (and the commands of every subgroup) takes the global options."""
+
+    command_class = _Command
+    group_class = type  # subgroups are _Groups too
+
+
+@click.group(
+    cls=_Group,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--config",
     "config_path",
     metavar="PATH",
-    help="Config file (default: $ZOTSYNC_CONFIG, else ./config/zotsync.yaml).",
+    help="Config file (else $ZOTSYNC_CONFIG, ./zotsync.yaml, ./config/zotsync.yaml, the user's config "
+    "folder).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log each step, and show tracebacks on errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option(
+    "--log-file",
+    metavar="PATH",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also log this run to PATH (rotating, timestamped, even with -q).",
+)
 @click.version_option(__version__, prog_name="zotsync")
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool) -> None:
+def cli(
+    ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool, log_file: Path | None
+) -> None:
     """Keep a curated reading list in sync with a Zotero library."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("zotsync: %(message)s"))
-    handler.addFilter(_Redact())
-    log.handlers = [handler]
-    log.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
     ctx.obj = _State(config_path, verbose, quiet)
+    if log_file is not None:
+        runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, RedactFilter())
+        runlog.events.info("zotsync %s %s", __version__, ctx.invoked_subcommand or "")
+    if ctx.invoked_subcommand is None:  # a bare `zotsync`: the help, like git and llm
+        click.echo(ctx.get_help())
+        ctx.exit(0)
 
 
 @cli.command("pull")
@@ -89,6 +151,8 @@ def cli(ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool)
 @pass_state
 def pull_command(state: _State, full: bool) -> None:
     """Bring the local store up to date with the Zotero source."""
+    from . import app
+
     state.say(app.run_pull(state.config, full=full, progress=not state.quiet).summary())
 
 
@@ -100,6 +164,9 @@ def pull_command(state: _State, full: bool) -> None:
 @pass_state
 def export_command(state: _State, fmt: str, output: str | None) -> None:
     """Write the merged catalogue as Markdown or CSV."""
+    from . import app
+    from .export import write_atomically
+
     text = app.render(state.config, fmt)
     if output == "-":
         click.echo(text, nl=False)
@@ -109,13 +176,22 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 
 
 @cli.command("sync")
+@click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: what changed, requests, files.")
+@click.option("--exit-code", is_flag=True, help="Exit 3 when an export changed, 0 when nothing did.")
 @pass_state
-def sync_command(state: _State) -> None:
+def sync_command(state: _State, full: bool, as_json: bool, exit_code: bool) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
-    result = app.run_sync(state.config, progress=not state.quiet)
-    state.say(result.pull.summary())
+    from . import app
+
+    started = time.monotonic()
+    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full)
+    if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
+        click.echo(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False))
+    state.say(result.pull.summary(), log_only=as_json)
     for path, wrote in result.written:
-        state.say_written(path, wrote)
+        state.say_written(path, wrote, log_only=as_json)
+    return 3 if exit_code and result.changed else 0
 
 
 @cli.command("status")
@@ -123,11 +199,14 @@ def sync_command(state: _State) -> None:
 @pass_state
 def status_command(state: _State, fmt: str) -> None:
     """Counts, last sync, and the reconciliation problems a curator should look at."""
+    from . import app
+    from .commands import status
+
     report = app.status(state.config)
     if fmt == "json":
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
     else:
-        click.echo(format_status(report))
+        click.echo(status.format_text(report))
 
 
 @cli.command("pin")
@@ -139,6 +218,8 @@ def pin_command(state: _State, target: str, zotero_key: str, force: bool) -> Non
     """Record that a curated entry is the Zotero item ZOTERO_KEY: adds `zotero_key` to the entry in the
     catalogue YAML (every placement of it), keeping comments and layout. TITLE_OR_KEY is the entry's
     title, or the key it is pinned to now."""
+    from . import app
+
     for message in app.pin(state.config, target, zotero_key, force=force).messages:
         state.say(message)
 
@@ -149,70 +230,211 @@ def pin_command(state: _State, target: str, zotero_key: str, force: bool) -> Non
 @click.option("--new-category", is_flag=True, help="Add the category at the end if the catalogue lacks it.")
 @pass_state
 def adopt_command(state: _State, zotero_key: str, category: str, new_category: bool) -> None:
-    """Add the Zotero item ZOTERO_KEY (say, one `status` lists in the inbox) to the catalogue YAML as a
-    new entry at the end of a category, keeping comments and layout."""
+    """Add the Zotero item ZOTERO_KEY (say, one `zotsync list --uncurated` shows) to the catalogue YAML
+    as a new entry at the end of a category, keeping comments and layout."""
+    from . import app
+
     for message in app.adopt(state.config, zotero_key, category, new_category=new_category).messages:
         state.say(message)
 
 
-def format_status(report: dict[str, Any]) -> str:
-    lib, cat = report["library"], report["catalogue"]
-    lines = [
-        f"library: version {lib['version']}, last sync {lib['last_sync_at']}; {lib['items']} items "
-        f"({lib['trashed']} in the trash), {lib['collections']} collections",
-        f"catalogue: {cat['entries']} entries in {cat['categories']} categories; read {cat['read']}, "
-        f"unread {cat['unread']}; {cat['matched']} of the curated papers matched in Zotero",
-    ]
-    sections = (
-        ("unmatched curated entries", report["unmatched"], _unmatched),
-        (
-            "ambiguous matches",
-            report["ambiguous"],
-            lambda a: f"{' | '.join(a['titles'])} ↔ {', '.join(a['zotero_keys'])} (by {a['rule']})",
-        ),
-        (
-            "duplicates in Zotero",
-            report["duplicates"],
-            lambda d: f"{d['title']}: {', '.join(d['zotero_keys'])} ({d['reason']})",
-        ),
-        (
-            "status disagreements",
-            report["status_conflicts"],
-            lambda s: f"{s['title']}: curated {s['curated']}, Zotero {s['zotero']}",
-        ),
-        ("inbox items not yet curated", report["inbox"], lambda i: f"{i['title']} [{i['zotero_key']}]"),
-    )
-    for heading, rows, show in sections:
-        lines.append(f"{heading}: {len(rows)}")
-        lines += [f"  - {show(row)}" for row in rows]
-    return "\n".join(lines)
+@cli.command("list")
+@click.option("--uncurated", is_flag=True, help="Only items no curated entry claims.")
+@click.option("--collection", metavar="PATH", help="Only items in this collection (Parent / Child) or below.")
+@click.option("--tag", metavar="TAG", help="Only items with this Zotero tag.")
+@click.option("--search", metavar="TEXT", help="Only items whose title, authors or DOI contain TEXT.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@pass_state
+def list_command(
+    state: _State, uncurated: bool, collection: str | None, tag: str | None, search: str | None, fmt: str
+) -> None:
+    """The library's items: key, year, title, venue, collections, and whether a curated entry claims
+    each — where to find the ZOTERO_KEY for `adopt` and `pin`."""
+    from .commands import listing
+
+    filters = listing.Filters(uncurated=uncurated, collection=collection, tag=tag, search=search)
+    items = listing.list_items(state.config, filters)
+    if fmt == "json":
+        click.echo(json.dumps([item.as_json() for item in items], ensure_ascii=False, indent=2))
+        return
+    if items:
+        click.echo(listing.format_text(items))
+    state.say(listing.summary(items))
 
 
-def _unmatched(entry: dict[str, Any]) -> str:
-    nearest = "; ".join(f"{c['title']} [{c['zotero_key']}] {c['score']}" for c in entry["nearest"])
-    return f"{entry['title']} ({entry['reason']})" + (f" — nearest: {nearest}" if nearest else "")
+@cli.command("init")
+@click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--source",
+    type=click.Choice(["web", "local", "snapshot"]),
+    default="web",
+    show_default=True,
+    help="Where the library comes from: the Zotero Web API, zotero.sqlite, or a snapshot file.",
+)
+@click.option(
+    "--library-type",
+    type=click.Choice(["user", "group"]),
+    default="user",
+    show_default=True,
+    help="A user's library or a group's.",
+)
+@click.option("--library-id", default="", metavar="ID", help="web: your userID or the group's id.")
+@click.option(
+    "--path", metavar="PATH", help="local: the Zotero data directory (~/Zotero); snapshot: the file."
+)
+@click.option("--demo", is_flag=True, help="Write the bundled demo (catalogue, snapshot, config) instead.")
+@pass_state
+def init_command(
+    state: _State, folder: Path, source: str, library_type: str, library_id: str, path: str | None, demo: bool
+) -> None:
+    """Start a reading list in DIR (default: here): a commented zotsync.yaml, an empty catalog.yaml and
+    exports/. Never writes over a file."""
+    from .commands import init
+
+    started = init.init_demo(folder) if demo else init.init(folder, source, library_type, library_id, path)
+    for written in started.written:
+        state.say(f"wrote {written}{'/' if written.is_dir() else ''}")
+    here = started.folder.resolve() == Path.cwd().resolve()
+    click.echo("next steps:" if here else f"next steps, in {started.folder}:")
+    for step in started.next_steps:
+        click.echo(f"  {step}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+@cli.group("schedule")
+def schedule_group() -> None:
+    """Run `zotsync sync` on a schedule: one tagged crontab entry, a systemd user timer, or a GitHub
+    Actions workflow (docs/scheduling.md)."""
+
+
+_EVERY = click.option("--every", metavar="30m|1h|6h|1d", help="How often (default 1h).")
+_CRON = click.option(
+    "--cron", "cron_expression", metavar="EXPR", help="A cron expression, e.g. '17 * * * *'."
+)
+_SYSTEMD = click.option("--systemd", "systemd_timer", is_flag=True, help="A systemd user timer, not cron.")
+
+
+@schedule_group.command("install")
+@_EVERY
+@_CRON
+@_SYSTEMD
+@pass_state
+def schedule_install_command(
+    state: _State, every: str | None, cron_expression: str | None, systemd_timer: bool
+) -> None:
+    """Install (or replace) the schedule that runs `zotsync -q sync` with this config."""
+    from .schedule import actions
+
+    actions.install(state, every, cron_expression, systemd_timer)
+
+
+@schedule_group.command("show")
+@_SYSTEMD
+@pass_state
+def schedule_show_command(state: _State, systemd_timer: bool) -> None:
+    """Print the installed schedule, or say there is none."""
+    from .schedule import actions
+
+    click.echo(actions.show(systemd_timer))
+
+
+@schedule_group.command("remove")
+@_SYSTEMD
+@pass_state
+def schedule_remove_command(state: _State, systemd_timer: bool) -> None:
+    """Remove zotsync's schedule, and nothing else."""
+    from .schedule import actions
+
+    actions.remove(state, systemd_timer)
+
+
+@schedule_group.command("github")
+@_EVERY
+@_CRON
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=".github/workflows/zotsync.yml",
+    show_default=True,
+    help="Where to write the workflow.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing workflow file.")
+@click.option(
+    "--install",
+    "install_spec",
+    metavar="SPEC",
+    help="What the runner pip-installs (default: . in a clone of zotsync).",
+)
+@pass_state
+def schedule_github_command(
+    state: _State,
+    every: str | None,
+    cron_expression: str | None,
+    output: Path,
+    force: bool,
+    install_spec: str | None,
+) -> None:
+    """Write a GitHub Actions workflow that syncs on a schedule (in UTC) and on demand, and commits the
+    exports when they changed. Run it from the root of the repository."""
+    from .schedule import actions
+
+    actions.write_workflow(state, every, cron_expression, output, force, install_spec)
+
+
+# -- errors: one line each -----------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
     verbose = "-v" in args or "--verbose" in args
-    if os.environ.get("ZOTERO_API_KEY"):
-        _secrets.add(os.environ["ZOTERO_API_KEY"])
+    register(os.environ.get("ZOTERO_API_KEY"))
     try:
         result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
-        return result if isinstance(result, int) else 0
+        code = result if isinstance(result, int) else 0
     except ZotsyncError as exc:
-        return _fail(str(exc), exc.exit_code, verbose)
+        code = _fail(str(exc), exc.exit_code, verbose)
     except click.exceptions.Abort:
-        return _fail("interrupted", 130, False)
+        code = _fail("interrupted", 130, False)
+    except click.UsageError as exc:
+        code = _fail(usage_message(exc), exc.exit_code, False)
     except click.ClickException as exc:
-        return _fail(exc.format_message(), exc.exit_code, False)
+        code = _fail(" ".join(exc.format_message().split()), exc.exit_code, False)
     except Exception as exc:  # a bug: still one line, the traceback only when asked for
-        return _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+        code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+    runlog.close_log(code)
+    return code
+
+
+def usage_message(exc: click.UsageError) -> str:
+    """click's usage errors as one line that says what is wanted: `--format must be md or csv`."""
+    param = exc.param if isinstance(exc, click.BadParameter) else None
+    if param is not None:
+        name = _param_name(param)
+        if isinstance(param.type, click.Choice):
+            return f"{name} must be {_either([str(c) for c in param.type.choices])}"
+        if isinstance(exc, click.MissingParameter):
+            kind = exc.param_type or param.param_type_name
+            metavar = f" {param.metavar}" if isinstance(param, click.Option) and param.metavar else ""
+            return f"missing {kind} {name}{metavar}{_see_help(exc.ctx)}"
+    return " ".join(exc.format_message().split())
+
+
+def _param_name(param: click.Parameter) -> str:
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    return param.human_readable_name  # an argument's metavar: ZOTERO_KEY
+
+
+def _either(choices: Sequence[str]) -> str:
+    return choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"
+
+
+def _see_help(ctx: click.Context | None) -> str:
+    return f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
 
 
 def _fail(message: str, code: int, verbose: bool) -> int:
     if verbose:
         click.echo(redact(traceback.format_exc()), err=True, nl=False)
     click.echo(redact(f"zotsync: error: {message}"), err=True)
+    runlog.events.error(message)  # the file handler masks secrets too
     return code

@@ -9,13 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .yamlio import load_yaml, where
+from .export.labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
+from .secrets import register
+from .yamlio import load_yaml, text_of, where
 
-DEFAULT_PATH = Path("config/zotsync.yaml")
+# Where a config is looked for when neither --config nor $ZOTSYNC_CONFIG names one, in order; the
+# user's config folder (platformdirs) comes last.
+SEARCH_PATHS = (Path("zotsync.yaml"), Path("config/zotsync.yaml"))
+CONFIG_NAME = "zotsync.yaml"
 SOURCE_TYPES = ("snapshot", "web", "local")
 FORMATS = ("md", "csv")
 DEFAULT_BASE_URL = "https://api.zotero.org"
 DEFAULT_READ_TAGS = ("status/read", "_read", "✅")
+DEFAULT_DEADLINE = 600.0  # seconds a pull may take before it gives up: an unattended run always ends
+MAX_DEADLINE = 86400.0
 
 ENV_OVERRIDES = {
     "ZOTERO_API_KEY": "api_key",
@@ -36,7 +43,7 @@ SCHEMA: dict[str, Any] = {
     },
     "catalog": None,
     "store": None,
-    "exports": {"dir": None, "formats": None, "archive_link": None},
+    "exports": {"dir": None, "formats": None, "archive_link": None, "language": None, "labels": None},
     "reconcile": {
         "read_tags": None,
         "abbreviate_venues": None,
@@ -44,6 +51,7 @@ SCHEMA: dict[str, Any] = {
         "inbox_collections": None,
         "inbox_tags": None,
     },
+    "sync": {"deadline": None},
 }
 
 
@@ -56,12 +64,19 @@ class SourceConfig:
     api_key: str = field(default="", repr=False)  # never shown, not even in a repr
     base_url: str = DEFAULT_BASE_URL
 
+    @property
+    def local_api(self) -> bool:
+        """`type: local` with a `base_url`: the Zotero desktop's local API instead of zotero.sqlite."""
+        return self.type == "local" and self.path is None
+
 
 @dataclass(frozen=True, slots=True)
 class ExportsConfig:
     dir: Path
     formats: tuple[str, ...] = FORMATS
     archive_link: str = ""  # template for the 归档标签 link of rows without curated links; {key} = item key
+    language: str = DEFAULT_LANGUAGE  # the built-in words of the Markdown page
+    labels: Labels = field(default_factory=labels_for)  # those words, with exports.labels applied
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +89,11 @@ class ReconcileConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SyncConfig:
+    deadline: float = DEFAULT_DEADLINE  # seconds; a pull still running then fails, the store untouched
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     path: Path
     source: SourceConfig
@@ -81,10 +101,33 @@ class Config:
     store: Path
     exports: ExportsConfig
     reconcile: ReconcileConfig = ReconcileConfig()
+    sync: SyncConfig = SyncConfig()
 
 
-def resolve_path(explicit: str | None) -> Path:
-    return Path(explicit or os.environ.get("ZOTSYNC_CONFIG") or DEFAULT_PATH)
+def user_config_path() -> Path:
+    """zotsync.yaml in the user's config folder: ~/.config/zotsync on Linux, ~/Library/Application
+    Support/zotsync on macOS, %LOCALAPPDATA%\\zotsync on Windows."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("zotsync", appauthor=False)) / CONFIG_NAME
+
+
+def find_config(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """The config file to use: --config, then $ZOTSYNC_CONFIG (either one must exist), then the first
+    of ./zotsync.yaml, ./config/zotsync.yaml and the user's config folder that does."""
+    environ = os.environ if environ is None else environ
+    named = explicit or environ.get("ZOTSYNC_CONFIG")
+    if named:
+        return Path(named)  # a missing file: load_config says "config file not found: <it>"
+    candidates = [*SEARCH_PATHS, user_config_path()]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    looked = ", ".join(str(c) if c.is_absolute() else f"./{c.as_posix()}" for c in candidates)
+    raise ConfigError(
+        f"no config file: looked for --config, $ZOTSYNC_CONFIG, {looked}; "
+        "run `zotsync init` to start a reading list here"
+    )
 
 
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
@@ -97,11 +140,38 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     return _build(path, raw, os.environ if environ is None else environ)
 
 
+def config_keys(schema: Mapping[str, Any] = SCHEMA, prefix: str = "") -> list[str]:
+    """Every key the config file accepts, dotted (`source.type`), in SCHEMA's order: what
+    docs/configuration.md must document."""
+    keys = []
+    for key, sub in schema.items():
+        keys.append(prefix + key)
+        if isinstance(sub, dict):
+            keys += config_keys(sub, f"{prefix}{key}.")
+    return keys
+
+
+def _did_you_mean(name: str) -> str:
+    """` (did you mean 'source.library_id'?)` for a typo, or for a key put in the wrong section."""
+    import difflib
+
+    parent, _, leaf = name.rpartition(".")
+    known = [key.rpartition(".") for key in config_keys()]
+    siblings = {k_leaf: k_parent for k_parent, _, k_leaf in known if k_parent == parent}
+    near = difflib.get_close_matches(leaf, list(siblings), n=1, cutoff=0.6)
+    if near:
+        return f" (did you mean '{f'{parent}.' if parent else ''}{near[0]}'?)"
+    moved = [
+        f"{k_parent}.{k_leaf}" if k_parent else k_leaf for k_parent, _, k_leaf in known if k_leaf == leaf
+    ]
+    return f" (did you mean '{moved[0]}'?)" if moved else ""
+
+
 def _check_keys(path: Path, raw: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -> None:
     for key, value in raw.items():
         name = f"{prefix}{key}"
         if key not in schema:
-            raise ConfigError(f"{where(path, raw, key)}: unknown config key '{name}'")
+            raise ConfigError(f"{where(path, raw, key)}: unknown config key '{name}'{_did_you_mean(name)}")
         if isinstance(schema[key], dict):
             if value is None:
                 continue
@@ -140,8 +210,25 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
         raise ConfigError(
             f"{path}: config key 'source.library_type' must be user or group, not '{library_type}'"
         )
-    if kind in ("snapshot", "local") and not values["path"]:
-        raise ConfigError(f"{path}: source.type {kind} needs config key 'source.path'")
+    api_key = _api_key(path, src, values["api_key"])
+    local_api = kind == "local" and bool(values["base_url"])
+    if local_api and values["path"]:
+        raise ConfigError(
+            f"{path}: source.type local reads either zotero.sqlite ('source.path') or the Zotero desktop's "
+            "local API ('source.base_url', e.g. http://localhost:23119), not both"
+        )
+    if kind == "snapshot" and not values["path"]:
+        raise ConfigError(f"{path}: source.type snapshot needs config key 'source.path'")
+    if kind == "local" and not values["path"] and not local_api:
+        raise ConfigError(
+            f"{path}: source.type local needs config key 'source.path' (zotero.sqlite) or "
+            "'source.base_url' (the Zotero desktop's local API, http://localhost:23119)"
+        )
+    if values["base_url"] and not values["base_url"].startswith(("http://", "https://")):
+        raise ConfigError(
+            f"{where(path, src, 'base_url')}: config key 'source.base_url' (or ZOTERO_API_BASE) must be an "
+            "http:// or https:// URL"
+        )
     if kind == "web" and not values["library_id"].isdigit():
         raise ConfigError(
             f"{path}: source.type web needs a numeric 'source.library_id' (or ZOTERO_LIBRARY_ID)"
@@ -151,7 +238,7 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
         path=local(values["path"]) if values["path"] else None,
         library_type=library_type,
         library_id=values["library_id"],
-        api_key=values["api_key"],
+        api_key=api_key,
         base_url=(values["base_url"] or DEFAULT_BASE_URL).rstrip("/"),
     )
 
@@ -168,10 +255,29 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             f"{where(path, exports_raw, 'formats')}: config key 'exports.formats' must list some of "
             f"{', '.join(FORMATS)}"
         )
+    language = text(exports_raw, "language", "exports.language", DEFAULT_LANGUAGE)
+    if language not in LANGUAGES:
+        raise ConfigError(
+            f"{where(path, exports_raw, 'language')}: config key 'exports.language' must be one of "
+            f"{', '.join(LANGUAGES)}, not '{language}'"
+        )
+    labels_raw = exports_raw.get("labels") or {}
+    if not isinstance(labels_raw, dict):
+        raise ConfigError(
+            f"{where(path, exports_raw, 'labels')}: config key 'exports.labels' must map label names to text"
+        )
+    try:
+        labels = labels_for(language, {name: text_of(labels_raw, name) for name in labels_raw})
+    except LabelError as exc:
+        raise ConfigError(
+            f"{where(path, labels_raw, exc.name)}: config key 'exports.labels': {exc}"
+        ) from None
     exports = ExportsConfig(
         dir=local(text(exports_raw, "dir", "exports.dir", "exports")),
         formats=tuple(dict.fromkeys(formats)),
         archive_link=text(exports_raw, "archive_link", "exports.archive_link"),
+        language=language,
+        labels=labels,
     )
 
     reconcile_raw = raw.get("reconcile") or {}
@@ -205,4 +311,30 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             inbox_collections=names("inbox_collections"),
             inbox_tags=names("inbox_tags"),
         ),
+        sync=SyncConfig(deadline=_deadline(path, raw.get("sync") or {})),
     )
+
+
+def _api_key(path: Path, section: Mapping[str, Any], raw: str) -> str:
+    """The key without the whitespace a secret file, a CRLF environment file or a YAML block scalar
+    leaves around it; a key with whitespace or control characters inside is refused without showing it."""
+    register(raw)
+    key = raw.strip()
+    if any(c.isspace() or not c.isprintable() for c in key):
+        raise ConfigError(
+            f"{where(path, section, 'api_key')}: the API key ('source.api_key' or ZOTERO_API_KEY) holds "
+            "whitespace or control characters inside it; a Zotero API key is one word of letters and digits"
+        )
+    return key
+
+
+def _deadline(path: Path, section: Mapping[str, Any]) -> float:
+    value = section.get("deadline", DEFAULT_DEADLINE)
+    if value is None:
+        return DEFAULT_DEADLINE
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_DEADLINE:
+        raise ConfigError(
+            f"{where(path, section, 'deadline')}: config key 'sync.deadline' must be a number of seconds "
+            f"above 0 and at most {MAX_DEADLINE:.0f}"
+        )
+    return float(value)

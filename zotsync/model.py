@@ -50,15 +50,6 @@ class Creator:
             return self.name
         return f"{self.last_name}, {self.first_name}" if self.first_name else self.last_name
 
-    @classmethod
-    def from_api(cls, raw: Mapping[str, Any]) -> Creator:
-        return cls(
-            creator_type=str(raw.get("creatorType", "author")),
-            last_name=str(raw.get("lastName", "")),
-            first_name=str(raw.get("firstName", "")),
-            name=str(raw.get("name", "")),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class Tag:
@@ -76,13 +67,18 @@ class Collection:
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> Collection:
-        data = obj.get("data", obj)
-        parent = data.get("parentCollection") or None
+        data, key = _data_and_key(obj, "collection")
+        name = data.get("name")
+        if not isinstance(name, str):
+            raise InvalidObject(f"collection {key}: 'name' is not a string")
+        parent = data.get("parentCollection")
+        if parent not in (None, False) and not isinstance(parent, str):
+            raise InvalidObject(f"collection {key}: 'parentCollection' is not a collection key")
         return cls(
-            key=str(data["key"]),
-            version=int(data.get("version", obj.get("version", 0))),
-            name=str(data["name"]),
-            parent_key=str(parent) if parent else None,
+            key=key,
+            version=_version(obj, data, "collection", key),
+            name=name,
+            parent_key=parent or None,
             deleted=bool(data.get("deleted", False)),
         )
 
@@ -106,18 +102,29 @@ class Item:
 
     @classmethod
     def from_api(cls, obj: Mapping[str, Any]) -> Item:
-        data = obj.get("data", obj)
+        """An API item object (or its bare `data`); raises InvalidObject naming the item and the field."""
+        data, key = _data_and_key(obj, "item")
+        get = data.get
+        item_type, title, parent = get("itemType"), get("title", ""), get("parentItem")
+        if not isinstance(item_type, str) or not item_type:
+            raise InvalidObject(f"item {key}: 'itemType' is missing or not a string")
+        if not isinstance(title, str):
+            raise InvalidObject(f"item {key}: 'title' is not a string")
+        if parent not in (None, False, "") and not isinstance(parent, str):
+            raise InvalidObject(f"item {key}: 'parentItem' is not an item key")
         library = obj.get("library") or {}
+        if not isinstance(library, Mapping):
+            raise InvalidObject(f"item {key}: 'library' is not an object")
         return cls(
-            key=str(data["key"]),
-            version=int(data.get("version", obj.get("version", 0))),
-            item_type=str(data.get("itemType", "")),
-            title=str(data.get("title", "")),
-            creators=tuple(Creator.from_api(c) for c in data.get("creators", ())),
-            tags=tuple(Tag(str(t["tag"]), int(t.get("type", 0))) for t in data.get("tags", ())),
-            collections=tuple(str(c) for c in data.get("collections", ())),
-            parent_key=str(data["parentItem"]) if data.get("parentItem") else None,
-            deleted=bool(data.get("deleted", False)),
+            key=key,
+            version=_version(obj, data, "item", key),
+            item_type=item_type,
+            title=title,
+            creators=_creators(get("creators", ()), key),
+            tags=_tags(get("tags", ()), key),
+            collections=_keys(get("collections", ()), key),
+            parent_key=parent or None,
+            deleted=bool(get("deleted", False)),
             library_type=str(library.get("type", "user")),
             library_id=str(library.get("id", "")),
             fields={k: v for k, v in data.items() if k not in _STRUCTURED},
@@ -167,6 +174,89 @@ _STRUCTURED = frozenset(
     {"key", "version", "itemType", "creators", "tags", "collections", "parentItem", "deleted", "relations"}
 )
 
+MAX_VERSION = 2**53  # Zotero's versions are JavaScript integers; anything above is not a version
+
+
+class InvalidObject(ValueError):
+    """An API object zotsync cannot read; the message names the object (by key) and the field."""
+
+
+def sane_version(value: object) -> int | None:
+    """A library or object version: an integer 0 … 2^53 (as a number or digits); None otherwise."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 16:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_VERSION:
+        return value
+    return None
+
+
+def _data_and_key(obj: Mapping[str, Any], kind: str) -> tuple[Mapping[str, Any], str]:
+    key = obj.get("key")
+    if "data" in obj:
+        data = obj["data"]
+    elif "itemType" in obj or "name" in obj:
+        data = obj  # the bare `data` object, as some snapshot files hold it
+    else:
+        raise InvalidObject(f"{kind} {_shown(key)}: no 'data' object")
+    if not isinstance(data, Mapping):
+        raise InvalidObject(f"{kind} {_shown(key)}: 'data' is not an object")
+    key = data.get("key", key)
+    if not isinstance(key, str) or not key or not key.isalnum():
+        raise InvalidObject(f"{kind} {_shown(key)}: 'key' is missing or not an object key")
+    return data, key
+
+
+def _version(obj: Mapping[str, Any], data: Mapping[str, Any], kind: str, key: str) -> int:
+    version = sane_version(data.get("version", obj.get("version", 0)))
+    if version is None:
+        raise InvalidObject(f"{kind} {key}: 'version' is not an integer from 0 to 2^53")
+    return version
+
+
+def _creators(raw: object, key: str) -> tuple[Creator, ...]:
+    if not isinstance(raw, list | tuple):
+        raise InvalidObject(f"item {key}: 'creators' is not a list")
+    creators = []
+    for creator in raw:
+        if not isinstance(creator, Mapping):
+            raise InvalidObject(f"item {key}: an entry of 'creators' is not an object")
+        values = (creator.get(f, d) for f, d in _CREATOR_FIELDS)
+        creator_type, last, first, name = values
+        if not all(isinstance(v, str) for v in (creator_type, last, first, name)):
+            raise InvalidObject(f"item {key}: a creator's name or type is not a string")
+        creators.append(Creator(creator_type, last, first, name))
+    return tuple(creators)
+
+
+_CREATOR_FIELDS = (("creatorType", "author"), ("lastName", ""), ("firstName", ""), ("name", ""))
+
+
+def _tags(raw: object, key: str) -> tuple[Tag, ...]:
+    if not isinstance(raw, list | tuple):
+        raise InvalidObject(f"item {key}: 'tags' is not a list")
+    tags = []
+    for tag in raw:
+        name = tag.get("tag") if isinstance(tag, Mapping) else None
+        if not isinstance(name, str):
+            raise InvalidObject(f"item {key}: a tag has no 'tag' string")
+        kind = tag.get("type", 0)
+        if kind not in (0, 1) or isinstance(kind, bool):
+            raise InvalidObject(f"item {key}: tag '{name}' has a 'type' other than 0 or 1")
+        tags.append(Tag(name, int(kind)))
+    return tuple(tags)
+
+
+def _keys(raw: object, key: str) -> tuple[str, ...]:
+    if not isinstance(raw, list | tuple) or not all(isinstance(k, str) for k in raw):
+        raise InvalidObject(f"item {key}: 'collections' is not a list of collection keys")
+    return tuple(raw)
+
+
+def _shown(key: object) -> str:
+    """An object's key as a message may quote it: short, one line, or a placeholder."""
+    text = key if isinstance(key, str) else ""
+    return text if text.isalnum() and len(text) <= 32 else "(without a valid key)"
+
 
 @dataclass(frozen=True, slots=True)
 class Library:
@@ -196,6 +286,9 @@ class Library:
 class Link:
     label: str
     url: str
+    # "" for a curator's link; for one zotsync adds, what it is (paper, pdf, zotero, archive), so the page
+    # can name it in its own language.
+    kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)

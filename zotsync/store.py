@@ -7,17 +7,21 @@ the library version advances only together with the data it describes.
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import functools
 import itertools
 import json
 import operator
 import os
+import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import filelock
 
 from .errors import StoreError
 from .model import VENUE_FIELDS, Collection, Creator, Item, Library, Tag
@@ -48,11 +52,14 @@ def _page_fields_sql(column: str) -> str:
 def _generation_triggers(*tables: str) -> str:
     bump = "UPDATE sync_state SET value = CAST(value AS INTEGER) + 1 WHERE name = 'content_generation';"
     return "\n".join(
-        f"CREATE TRIGGER {table}_{event.lower()}_generation AFTER {event} ON {table} BEGIN {bump} END;"
+        f"CREATE TRIGGER IF NOT EXISTS {table}_{event.lower()}_generation AFTER {event} ON {table}"
+        f" BEGIN {bump} END;"
         for table in tables
         for event in ("INSERT", "UPDATE", "DELETE")
     )
 
+
+_T = TypeVar("_T")
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the library mirror and its sync state
@@ -104,24 +111,153 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 3: what the page reads of each item, kept beside the full fields by triggers (so every writer keeps
     # it current), and a counter that any change of library content bumps (so a sync can tell that the
-    # store is as its last export saw it)
+    # store is as its last export saw it). Safe to run twice.
     f"""
-    CREATE TABLE item_page (
+    CREATE TABLE IF NOT EXISTS item_page (
         key TEXT PRIMARY KEY REFERENCES items (key) ON DELETE CASCADE,
         fields TEXT NOT NULL      -- JSON object: the PAGE_FIELDS of items.fields (absent ones are null)
     );
-    CREATE TRIGGER item_page_insert AFTER INSERT ON items BEGIN
+    CREATE TRIGGER IF NOT EXISTS item_page_insert AFTER INSERT ON items BEGIN
         INSERT OR REPLACE INTO item_page VALUES (new.key, {_page_fields_sql("new.fields")});
     END;
-    CREATE TRIGGER item_page_update AFTER UPDATE OF key, fields ON items BEGIN
+    CREATE TRIGGER IF NOT EXISTS item_page_update AFTER UPDATE OF key, fields ON items BEGIN
         DELETE FROM item_page WHERE key = old.key;
         INSERT OR REPLACE INTO item_page VALUES (new.key, {_page_fields_sql("new.fields")});
     END;
-    INSERT INTO item_page SELECT key, {_page_fields_sql("fields")} FROM items;
-    INSERT OR REPLACE INTO sync_state VALUES ('content_generation', '0');
+    INSERT OR REPLACE INTO item_page SELECT key, {_page_fields_sql("fields")} FROM items;
+    INSERT OR IGNORE INTO sync_state VALUES ('content_generation', '0');
     {_generation_triggers("items", "collections", "item_tags", "item_collections")}
     """,
 )
+
+
+# SQLite's header field for "which program's file is this": zotsync sets it on every store it creates
+# and checks it before any write ("zots" in ASCII).
+APPLICATION_ID = 0x7A6F7473
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+# Every table a zotsync store may hold: a store written before the mark (application_id 0) is ours
+# only if it has the migrations table and nothing else.
+_OUR_TABLES = frozenset(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", "".join(MIGRATIONS)))
+_OUR_TABLES |= {"schema_migrations"}
+# Tables only Zotero's own zotero.sqlite has together (every schema since Zotero 5).
+_ZOTERO_TABLES = frozenset({"items", "itemData", "itemDataValues", "itemTypes"})
+
+
+def identify(path: Path) -> str | None:
+    """None when `path` is a zotsync store; otherwise what it looks like, for a refusal. Only reads: the
+    header, then (for an SQLite file without our mark) its table names through an immutable read-only
+    connection, which neither takes locks nor creates -wal or -shm files next to a file not ours."""
+    if not path.is_file():
+        return "it is not a regular file"
+    with path.open("rb") as stream:
+        header = stream.read(100)
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        return "it is not an SQLite database"
+    application_id = int.from_bytes(header[68:72], "big")
+    if application_id == APPLICATION_ID:
+        return None
+    if application_id != 0:
+        return "it looks like an SQLite database of another program"
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            tables = {
+                name
+                for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                if not name.startswith("sqlite_")
+            }
+            columns = {row[1] for row in db.execute("PRAGMA table_info(schema_migrations)")}
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return "it is not a readable SQLite database"
+    if tables >= _ZOTERO_TABLES:
+        return "it looks like Zotero's own database"
+    if tables <= _OUR_TABLES and {"version", "applied_at"} <= columns:
+        return None  # written by a zotsync from before the mark; opening it adds the mark
+    return "it looks like an SQLite database of another program"
+
+
+def _not_ours(path: Path, what: str) -> StoreError:
+    return StoreError(
+        f"{path} is not a zotsync store ({what}); zotsync leaves it untouched: "
+        "set `store:` in the config to a file of zotsync's own"
+    )
+
+
+def _create(path: Path) -> None:
+    """A new store, built beside `path` and renamed into place: the path is never a half-made store
+    (a killed first run leaves nothing there), so any file found at it can be judged by its content."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+    os.close(handle)
+    try:
+        db = sqlite3.connect(temp, isolation_level=None)
+        try:
+            _initialise(db)
+            db.execute("PRAGMA journal_mode = WAL")
+        finally:
+            db.close()
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _initialise(db: sqlite3.Connection) -> None:
+    """Mark an empty database as a zotsync store and give it the whole schema, in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    for number in range(1, len(MIGRATIONS) + 1):
+        _run_migration(db, number)
+    db.execute("COMMIT")
+
+
+def _run_migration(db: sqlite3.Connection, number: int) -> None:
+    if number == 1:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+    for statement in _statements(MIGRATIONS[number - 1]):
+        db.execute(statement)
+    db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
+
+
+def _cause(exc: sqlite3.Error) -> str:
+    """SQLite's error in words a user can act on, with SQLite's own text."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    for prefix, cause in _CAUSES:
+        if name.startswith(prefix):
+            return f"{cause} (SQLite: {exc})"
+    return f"SQLite: {exc}"
+
+
+_CAUSES = (
+    ("SQLITE_FULL", "the disk is full"),
+    ("SQLITE_READONLY", "the store cannot be written (check the permissions of the file and its folder)"),
+    ("SQLITE_PERM", "the store cannot be written (check the permissions of the file and its folder)"),
+    ("SQLITE_CANTOPEN", "the file cannot be opened (check the path and its permissions)"),
+    ("SQLITE_BUSY", "another program holds the store locked"),
+    ("SQLITE_LOCKED", "another program holds the store locked"),
+    ("SQLITE_CORRUPT", "the file is damaged"),
+    ("SQLITE_NOTADB", "the file is damaged"),
+    ("SQLITE_IOERR", "reading or writing the disk failed"),
+)
+
+
+def _store_errors(method: Callable[..., _T]) -> Callable[..., _T]:
+    """A failing SQLite call (a full disk, a read-only folder, a damaged file) becomes one StoreError
+    line naming the store and the cause."""
+
+    @functools.wraps(method)
+    def guarded(self: Store, *args: Any, **kwargs: Any) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise StoreError(f"the store {self.path} failed: {_cause(exc)}") from exc
+
+    return guarded
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +275,7 @@ class Changes:
     complete: bool = False
     library_type: str = "user"
     library_id: str = ""
+    library_name: str = ""  # a group's name, or the user's zotero.org name; "" when the source does not say
     # False when an object's content may change without its version (a hand-edited snapshot): the store
     # then compares content, not just versions, before it skips an object.
     trust_versions: bool = True
@@ -166,18 +303,43 @@ class ApplyResult:
 
 
 class Store:
-    def __init__(self, path: Path) -> None:
+    """The store at `path`, created there if nothing is. A file zotsync did not write is refused before
+    anything touches it (see `identify`); `readonly` opens never write, create or upgrade a store."""
+
+    def __init__(self, path: Path, readonly: bool = False) -> None:
         self.path = path
+        self.readonly = readonly
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None)
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open the store {path}: {exc}") from exc
+            self._db = self._connect()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store {path}: {_cause(exc)}") from exc
         except OSError as exc:
-            raise StoreError(f"cannot create the store {path}: {exc.strerror}") from exc
+            raise StoreError(f"cannot open the store {path}: {exc.strerror or exc}") from exc
+        try:
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        path = self.path
+        if str(path) == ":memory:":  # a scratch store (tests): nothing on disk to protect
+            db = sqlite3.connect(":memory:", isolation_level=None)
+            _initialise(db)
+            return db
+        if not os.path.lexists(path):
+            if self.readonly:
+                raise StoreError(f"no store at {path}: run `zotsync pull` first")
+            _create(path)
+        what = identify(path)
+        if what is not None:
+            raise _not_ours(path, what)
+        if self.readonly:
+            return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA journal_mode = WAL")  # ours, so it may be written
+        return db
 
     def close(self) -> None:
         self._db.close()
@@ -190,23 +352,30 @@ class Store:
 
     # -- schema ---------------------------------------------------------------------------------
     def _migrate(self) -> None:
+        """Bring the schema up to this zotsync's; a store from before the mark gets it here."""
         db = self._db
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations"
-            " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-        )
         applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
         if applied and max(applied) > len(MIGRATIONS):
             raise StoreError(f"the store {self.path} was written by a newer zotsync (schema {max(applied)})")
-        for number, script in enumerate(MIGRATIONS, start=1):
-            if number in applied:
-                continue
+        pending = [n for n in range(1, len(MIGRATIONS) + 1) if n not in applied]
+        marked = db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        if self.readonly:
+            if pending:
+                schema = max(applied, default=0)
+                raise StoreError(
+                    f"the store {self.path} was written by an older zotsync (schema {schema}): "
+                    "run `zotsync pull` once to upgrade it"
+                )
+            return
+        if not marked:
             with self._transaction():
-                for statement in _statements(script):
-                    db.execute(statement)
-                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        for number in pending:
+            with self._transaction():
+                _run_migration(db, number)
 
     @property
+    @_store_errors
     def schema_version(self) -> int:
         return self._db.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
 
@@ -216,11 +385,15 @@ class Store:
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # SQLite has already rolled back after some errors (a full disk): ROLLBACK would then fail
+            # and hide the error that matters.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 
     # -- sync state -----------------------------------------------------------------------------
+    @_store_errors
     def state(self, name: str) -> str | None:
         row = self._db.execute("SELECT value FROM sync_state WHERE name = ?", (name,)).fetchone()
         return row[0] if row else None
@@ -231,11 +404,13 @@ class Store:
         return int(value) if value is not None else None
 
     @property
+    @_store_errors
     def generation(self) -> int:
         """Bumped by every change of library content (items, tags, memberships, collections), whoever
         writes it: equal generations mean the same library."""
         return int(self.state("content_generation") or 0)
 
+    @_store_errors
     def remember(self, name: str, value: str | None) -> None:
         """Keep (or, with None, forget) a piece of sync state that is not library content."""
         with self._transaction() as db:
@@ -244,10 +419,12 @@ class Store:
             else:
                 db.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (name, value))
 
+    @_store_errors
     def item_versions(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT key, version FROM items"))
 
     # -- writing --------------------------------------------------------------------------------
+    @_store_errors
     def apply(self, changes: Changes, source_id: str, rewrite: bool = False) -> ApplyResult:
         """Land one pull atomically; a source other than the store's own replaces the store's content.
         An object whose version the store already has is skipped, unless `rewrite` (`pull --full`) or
@@ -307,18 +484,21 @@ class Store:
                 ("library_version", str(changes.library_version)),
                 ("library_type", changes.library_type),
                 ("library_id", changes.library_id),
+                ("library_name", changes.library_name),
                 ("source", source_id),
                 ("last_sync_at", _now()),
             ):
                 db.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (name, value))
         return result
 
+    @_store_errors
     def touch(self) -> None:
         """Record a pull that found nothing new."""
         with self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO sync_state VALUES ('last_sync_at', ?)", (_now(),))
 
     # -- the last synced page (change digest) ---------------------------------------------------
+    @_store_errors
     def catalogue_rows(self) -> list[tuple[str, str, str, str, str]] | None:
         """(identity, alias, category, title, status) of the last synced page, in page order; None
         before the first sync recorded them (an empty page is an empty list)."""
@@ -331,6 +511,7 @@ class Store:
             )
         ]
 
+    @_store_errors
     def replace_catalogue_rows(self, rows: Iterable[tuple[str, str, str, str, str]]) -> None:
         with self._transaction() as db:
             db.execute("DELETE FROM catalogue_rows")
@@ -341,10 +522,12 @@ class Store:
             db.execute("INSERT OR REPLACE INTO sync_state VALUES ('catalogue_rows_at', ?)", (_now(),))
 
     # -- reading --------------------------------------------------------------------------------
+    @_store_errors
     def load(self) -> Library:
         """The whole library, every stored field of every item (for a snapshot of the store)."""
         return self._load("items.fields")
 
+    @_store_errors
     def load_page(self) -> Library:
         """The library as the page needs it: each item's `fields` hold only PAGE_FIELDS, so abstracts,
         notes and the rest are neither decoded nor held in memory."""
@@ -491,18 +674,23 @@ def _now() -> str:
 
 @contextlib.contextmanager
 def exclusive_lock(store_path: Path) -> Iterator[None]:
-    """One writer at a time: a second run (two cron jobs overlapping) fails at once instead of waiting."""
+    """One writer at a time: a second run (two cron jobs overlapping) fails at once instead of waiting.
+    filelock takes an OS lock (flock on Unix, LockFileEx on Windows) that the OS drops when a killed run
+    exits, so a stale lock file never blocks the next run."""
     lock_path = store_path.with_name(store_path.name + ".lock")
+    # Not even a lock file beside a file that is not ours (Zotero's data folder, say).
+    what = identify(store_path) if os.path.lexists(store_path) else None
+    if what is not None:
+        raise _not_ours(store_path, what)
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        lock = filelock.FileLock(lock_path, timeout=0)
+        lock.acquire()
+    except filelock.Timeout:
+        raise StoreError(f"another zotsync run holds the lock {lock_path}") from None
     except OSError as exc:
-        raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
+        raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from exc
     try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StoreError(f"another zotsync run holds the lock {lock_path}") from None
         yield
     finally:
-        os.close(handle)
+        lock.release()

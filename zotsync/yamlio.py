@@ -1,4 +1,10 @@
-"""YAML reading that remembers line numbers, so every complaint can point at `file:line`."""
+"""YAML reading that is strict and literal, and remembers line numbers for `file:line` complaints.
+
+Strict: a key given twice in one mapping is an error (PyYAML would keep the last one silently).
+Literal: keys are the text the user typed, and every scalar value remembers its text, so a text field
+reads `010`, `1:30` or `3.10` exactly as written rather than as 8, 90 or 3.1 (see `text_of`).
+Parsing runs on libyaml (PyYAML's C loader, several times faster) when it is installed.
+"""
 
 from __future__ import annotations
 
@@ -9,26 +15,88 @@ import yaml
 
 from .errors import ConfigError
 
+try:
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # PyYAML built without libyaml: the same rules, in Python
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+_STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
+_MERGE = "tag:yaml.org,2002:merge"
+
 
 class LineDict(dict[str, Any]):
-    """A mapping that knows the 1-based line of itself and of each of its keys."""
+    """A mapping that knows the 1-based line of itself and of each of its keys, and the source text of
+    each scalar value that YAML would otherwise have turned into a number, a date or a boolean."""
 
     line: int = 0
     key_lines: dict[str, int]
+    scalar_text: dict[str, str]
 
 
-class _LineLoader(yaml.SafeLoader):
+class _StrictLoader(_BaseLoader):  # a SafeLoader: no arbitrary objects
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # type: ignore[override]
-        mapping = LineDict(super().construct_mapping(node, deep=deep))
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a mapping, found {node.id}", node.start_mark
+            )
+        first: dict[str, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE:
+                continue
+            key = _key_text(key_node)
+            if key in first:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key '{key}' (first given on line {first[key].start_mark.line + 1})",
+                    key_node.start_mark,
+                )
+            first[key] = key_node
+        self.flatten_mapping(node)  # `<<: *anchor` merges; explicit keys win, as YAML says
+        mapping = LineDict()
         mapping.line = node.start_mark.line + 1
-        mapping.key_lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+        mapping.key_lines, mapping.scalar_text = {}, {}
+        for key_node, value_node in node.value:
+            key = _key_text(key_node)
+            mapping[key] = self.construct_object(value_node, deep=deep)
+            mapping.key_lines.setdefault(key, key_node.start_mark.line + 1)
+            if isinstance(value_node, yaml.ScalarNode) and value_node.tag not in (_STR, _NULL):
+                mapping.scalar_text[key] = value_node.value
         return mapping
 
 
-_LineLoader.add_constructor(
+def _key_text(node: yaml.Node) -> str:
+    if not isinstance(node, yaml.ScalarNode):
+        raise yaml.constructor.ConstructorError(
+            None, None, "a mapping key must be plain text, not a list or a mapping", node.start_mark
+        )
+    return str(node.value)
+
+
+_StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     lambda loader, node: loader.construct_mapping(node, deep=True),
 )
+
+
+def parse_yaml(text: str, name: str) -> Any:
+    """Parse YAML text strictly; malformed input becomes one ConfigError `name:line: …` saying what to do."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(yaml_problem(name, text, exc)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{name}: malformed YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:  # the pure-Python parser on absurdly deep nesting
+        raise ConfigError(f"{name}: malformed YAML: nested too deeply") from None
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The node tree of `text`, with marks that index into `text` itself."""
+    # libyaml's marks skip a byte-order mark, the Python parser's count it; edits need the latter.
+    loader = yaml.SafeLoader if text.startswith("\ufeff") else _BaseLoader
+    return yaml.compose(text, Loader=loader)
 
 
 def load_yaml(path: Path, what: str) -> Any:
@@ -39,14 +107,53 @@ def load_yaml(path: Path, what: str) -> Any:
         raise ConfigError(f"{what} not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc}") from None
-    try:
-        return yaml.load(text, Loader=_LineLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: malformed YAML: {exc}") from None
+    return parse_yaml(text, str(path))
+
+
+def yaml_problem(name: str, text: str, exc: yaml.MarkedYAMLError) -> str:
+    """PyYAML's messages span lines and speak of tokens; a zotsync error is one line that says what is
+    wrong in the user's terms: `file:line: malformed YAML: …`."""
+    mark = exc.problem_mark or exc.context_mark
+    if mark is None:
+        return f"{name}: malformed YAML: {' '.join(str(exc.problem or exc.context).split())}"
+    where = f"{name}:{mark.line + 1}"
+    lines = text.lstrip("\ufeff").splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    problem = " ".join(str(exc.problem or exc.context).split())
+    if "\t" in line[: len(line) - len(line.lstrip())] or line[mark.column : mark.column + 1] == "\t":
+        column = line.index("\t") + 1
+        return (
+            f"{where}: malformed YAML: a tab character at column {column}; "
+            "YAML indents with spaces, never tabs — replace it with spaces"
+        )
+    if isinstance(exc, yaml.constructor.ConstructorError):
+        return f"{where}: {problem}"
+    context_line = exc.context_mark.line + 1 if exc.context_mark else None
+    if "mapping values are not allowed" in problem:
+        return (
+            f"{where}: malformed YAML: a ':' where no new key can start (column {mark.column + 1}) — "
+            "indent this line like the keys beside it, or quote a value that contains ': '"
+        )
+    if any(p in problem for p in ("expected key", "expected <block end>", "expected '-' indicator")):
+        since = f" (the block that starts on line {context_line})" if context_line else ""
+        return (
+            f"{where}: malformed YAML: this line's indentation does not match the lines above it{since}; "
+            "the keys of one mapping, and the dashes of one list, must start in the same column"
+        )
+    return f"{where}: malformed YAML: {problem}"
+
+
+def text_of(mapping: Any, key: str) -> str | None:
+    """The text a scalar field holds exactly as the user typed it ("" when absent or null), or None
+    when the value is not a scalar (a list, a mapping)."""
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(mapping, LineDict) and key in mapping.scalar_text:
+        return mapping.scalar_text[key]
+    return None if isinstance(value, list | dict) else str(value)
 
 
 def line_of(mapping: Any, key: str | None = None) -> int:
@@ -55,7 +162,7 @@ def line_of(mapping: Any, key: str | None = None) -> int:
     return mapping.key_lines.get(key, mapping.line) if key else mapping.line
 
 
-def where(path: Path, mapping: Any, key: str | None = None) -> str:
+def where(path: Path | str, mapping: Any, key: str | None = None) -> str:
     """`file:line` for a key of a parsed mapping, or just `file` when the line is unknown."""
     line = line_of(mapping, key)
     return f"{path}:{line}" if line else str(path)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ExportError
 from ..model import Placement
 from .csv import render_csv
+from .labels import Labels, labels_for
 from .markdown import render_markdown
 
 
@@ -19,11 +20,12 @@ class Page:
     title: str
     description: str
     rows: Sequence[Placement]
+    labels: Labels = field(default_factory=labels_for)  # the Markdown page's own words
 
 
 Renderer = Callable[[Page], str]
 RENDERERS: dict[str, Renderer] = {
-    "md": lambda page: render_markdown(page.title, page.description, page.rows),
+    "md": lambda page: render_markdown(page.title, page.description, page.rows, page.labels),
     "csv": lambda page: render_csv(page.rows),
 }
 
@@ -40,7 +42,8 @@ def write_atomically(path: Path, text: str) -> bool:
         mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            os.fchmod(handle, mode)
+            # By path, not os.fchmod, which Windows lacks; there it only sets or clears read-only.
+            os.chmod(temp, mode)
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
                 stream.flush()

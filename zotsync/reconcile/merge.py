@@ -148,7 +148,7 @@ class _RowBuilder:
     def links(self, item: Item) -> tuple[Link, ...]:
         links: list[Link] = []
         if paper := item.url or (f"https://doi.org/{item.doi}" if item.doi else ""):
-            links.append(Link("Paper", paper))
+            links.append(Link("Paper", paper, kind="paper"))
         library = "library" if item.library_type != "group" else f"groups/{item.library_id}"
         pdfs = sorted(
             (c for c in self.children.get(item.key, ()) if c.is_pdf),
@@ -160,9 +160,12 @@ class _RowBuilder:
                 Link(
                     "PDF" if number == 1 else f"PDF{number}",
                     target or f"zotero://open-pdf/{library}/items/{pdf.key}",
+                    kind="pdf",
                 )
             )
-        links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}"))
+        links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}", kind="zotero"))
         if self.options.archive_link:
-            links.append(Link("归档标签", self.options.archive_link.replace("{key}", item.key)))
+            links.append(
+                Link("归档标签", self.options.archive_link.replace("{key}", item.key), kind="archive")
+            )
         return tuple(links)

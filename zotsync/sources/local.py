@@ -17,8 +17,10 @@ Zotero may write while we read. Each read is therefore checked: the file's size,
 counter, and the size and mtime of its -wal and -journal, must be the same before and after, else it is
 read again.
 
-Only the user's own library is read (`libraries.type = 'user'`); group libraries are left for later (they
-would be further `Source`s over the same file, keyed by `groups.groupID`).
+One library is read per source: the user's own ("My Library", `libraries.type = 'user'`), or a group
+library named by its zotero.org group id (`groups.groupID`, the id in the group's web address and in the
+Web API's `/groups/<id>`; not the file's internal `libraryID`). Feeds (`libraries.type = 'feed'`) are never
+read.
 
 Every numeric id in the system tables (item types, fields, creator types) is assigned per installation,
 so everything is joined through names: `itemTypes.typeName`, `fields.fieldName`,
@@ -83,6 +85,10 @@ _REQUIRED_TABLES: tuple[tuple[str, ...], ...] = (
     ("collectionItems",),
     ("libraries",),
 )
+# The newest userdata schema zotsync is tested against (tests/zotero_sqlite.py builds it): Zotero 10.
+NEWEST_SCHEMA = 129
+NEWEST_ZOTERO = "Zotero 10"
+
 # Columns that Zotero 5 introduced with its sync rewrite; older databases are not supported.
 _REQUIRED_COLUMNS = {
     "items": ("itemID", "itemTypeID", "key", "libraryID", "version", "synced", "clientDateModified"),
@@ -93,8 +99,18 @@ _REQUIRED_COLUMNS = {
 _READ_ATTEMPTS = 5
 
 
+@dataclass(frozen=True, slots=True)
+class _Library:
+    """The library a source reads: its row in `libraries`, and how zotero.org names it."""
+
+    library_id: int  # the file's own libraryID
+    type: str  # user | group
+    id: str  # the zotero.org user id or group id ("" for a user who never signed in)
+    name: str  # the group's name, or the zotero.org user name ("" when unknown)
+
+
 class LocalSource:
-    """The user library of a Zotero data directory, read from its zotero.sqlite.
+    """One library (the user's, or a group's) of a Zotero data directory, read from its zotero.sqlite.
 
     **Change detection.** The file has no change log that survives permanent deletions, so every pull
     reads the whole library and reports it with `complete=True`; the store diffs by key (a permanently
@@ -123,15 +139,20 @@ class LocalSource:
     when such a membership disappears and again when it comes back, whatever else the item went through.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, library_type: str = "user", library_id: str = "") -> None:
         self.path = path
         self.database = path / DATABASE if path.is_dir() else path
+        self.library_type = library_type
+        # A user library needs no id (a data directory holds one); a group is named by its group id.
+        self.group_id = library_id.strip() if library_type == "group" else ""
 
     requests = 0  # reads a local file: no HTTP
 
     @property
     def id(self) -> str:
-        return f"local:{self.database.resolve()}"
+        """The database and, for a group, the group: pulling another library rebuilds the store."""
+        database = f"local:{self.database.resolve()}"
+        return f"{database}#groups/{self.group_id}" if self.library_type == "group" else database
 
     def changes(self, since: int | None) -> Changes:
         """The whole user library: `since` is ignored (see the class docstring)."""
@@ -148,7 +169,7 @@ class LocalSource:
             before = _fingerprint(database)
             try:
                 with _open(database) as db:
-                    changes = _Reader(db, database).read()
+                    changes = _Reader(db, database).read(self.library_type, self.group_id)
             except FileNotFoundError:
                 # A -wal or -journal vanished between seeing and copying it: Zotero checkpointed,
                 # committed or quit. Read again (the main file's own absence is reported by the caller).
@@ -265,20 +286,21 @@ class _Reader:
     def q(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return self.db.execute(sql, params).fetchall()
 
-    def read(self) -> Changes:
+    def read(self, library_type: str = "user", group_id: str = "") -> Changes:
         self._check_schema()
-        library_id = self._user_library()
-        user_id = self._user_id()
-        gone_since = self._gone_collections(library_id)
-        collections, collections_version = self._collections(library_id, gone_since)
-        items, items_version = self._items(library_id, user_id, gone_since)
+        library = self._group(group_id) if library_type == "group" else self._user_library()
+        log.debug("reading the %s library %s of %s", library.type, library.id or "(local)", self.path)
+        gone_since = self._gone_collections(library.library_id)
+        collections, collections_version = self._collections(library.library_id, gone_since)
+        items, items_version = self._items(library, gone_since)
         return Changes(
             library_version=max(collections_version, items_version),
             items=tuple(items),
             collections=tuple(collections),
             complete=True,
-            library_type="user",
-            library_id=user_id,
+            library_type=library.type,
+            library_id=library.id,
+            library_name=library.name,
         )
 
     # -- schema ---------------------------------------------------------------------------------------
@@ -294,6 +316,13 @@ class _Reader:
                     f"{self.path}: unsupported Zotero database (schema {self._schema_version()}): "
                     f"table {table} lacks {', '.join(missing)}; zotsync reads Zotero 5 and later"
                 )
+        schema = self._schema_version()
+        if schema.isdigit() and int(schema) > NEWEST_SCHEMA:
+            # A newer Zotero may have moved data zotsync reads: refuse rather than read it wrong.
+            raise SourceError(
+                f"{self.path} has userdata schema {schema}; zotsync is tested up to {NEWEST_SCHEMA} "
+                f"({NEWEST_ZOTERO}): upgrade zotsync"
+            )
         log.debug("reading %s (Zotero userdata schema %s)", self.path, self._schema_version())
 
     def columns(self, table: str) -> set[str]:
@@ -307,18 +336,45 @@ class _Reader:
         row = self.q("SELECT version FROM version WHERE schema = 'userdata'")
         return str(row[0][0]) if row else "unknown"
 
-    def _user_library(self) -> int:
+    def _user_library(self) -> _Library:
         rows = self.q("SELECT libraryID FROM libraries WHERE type = 'user' ORDER BY libraryID")
         if not rows:
             raise SourceError(f"{self.path}: the Zotero database has no user library")
-        return int(rows[0][0])
+        return _Library(int(rows[0][0]), "user", self._account("userID"), self._account("username"))
 
-    def _user_id(self) -> str:
-        """The zotero.org user id (what the Web API calls the library id); empty if never signed in."""
+    def _account(self, key: str) -> str:
+        """The signed-in zotero.org account's `userID` (the Web API's library id) or `username`; empty
+        if Zotero was never signed in."""
         if "settings" not in self.tables:
             return ""
-        rows = self.q("SELECT value FROM settings WHERE setting = 'account' AND key = 'userID'")
+        rows = self.q("SELECT value FROM settings WHERE setting = 'account' AND key = ?", (key,))
         return str(rows[0][0]) if rows and rows[0][0] is not None else ""
+
+    def _group(self, group_id: str) -> _Library:
+        """The group library with zotero.org group id `group_id`; a config error naming the groups
+        there are when it is not in this database."""
+        groups: list[tuple[int, int, str]] = []
+        if "groups" in self.tables:
+            groups = [
+                (int(g), int(lib), str(name))
+                for g, lib, name in self.q(
+                    "SELECT g.groupID, g.libraryID, g.name FROM groups g JOIN libraries l USING (libraryID)"
+                    " WHERE l.type = 'group' ORDER BY g.groupID"
+                )
+            ]
+        found = next((g for g in groups if str(g[0]) == group_id), None)
+        if found is not None:
+            return _Library(found[1], "group", str(found[0]), found[2])
+        there = (
+            "its groups: " + ", ".join(f'{g} "{name}"' for g, _, name in groups)
+            if groups
+            else "it has no group libraries"
+        )
+        if not group_id:
+            raise ConfigError(
+                f"source.library_type group needs source.library_id, the group's id ({self.path}: {there})"
+            )
+        raise ConfigError(f"{self.path} has no group {group_id}; {there}")
 
     def _names(self, tables: tuple[str, ...], id_column: str, name_column: str) -> dict[int, str]:
         """id → name from the first of `tables` present (the *Combined views include custom types)."""
@@ -378,7 +434,7 @@ class _Reader:
         return collections, latest
 
     # -- items ----------------------------------------------------------------------------------------
-    def _items(self, library_id: int, user_id: str, gone: Mapping[int, int]) -> tuple[list[Item], int]:
+    def _items(self, library: _Library, gone: Mapping[int, int]) -> tuple[list[Item], int]:
         """The library's items, and the largest of their own effective versions."""
         item_types = self._names(("itemTypesCombined", "itemTypes"), "itemTypeID", "typeName")
         field_names = self._names(("fieldsCombined", "fields"), "fieldID", "fieldName")
@@ -391,7 +447,7 @@ class _Reader:
         for item_id, type_id, key, added, modified, version, synced, client_modified, cv in self.q(
             "SELECT itemID, itemTypeID, key, dateAdded, dateModified, version, synced, clientDateModified,"
             f" {client_version} FROM items WHERE libraryID = ?",
-            (library_id,),
+            (library.library_id,),
         ):
             item_type = item_types.get(int(type_id))
             if item_type is None:
@@ -432,8 +488,8 @@ class _Reader:
                     collections=() if parent else tuple(memberships.get(item_id, ())),
                     parent_key=parent,
                     deleted=item_id in trashed,
-                    library_type="user",
-                    library_id=user_id,
+                    library_type=library.type,
+                    library_id=library.id,
                     fields=data,
                 )
             )

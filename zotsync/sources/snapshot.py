@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, SourceError
 from ..fingerprint import file_digest
+from ..model import InvalidObject
 from ..store import Changes
 from .base import split_objects
 
@@ -41,6 +42,8 @@ class SnapshotSource:
             raise SourceError(f"{self.path}: a snapshot is a JSON array of Zotero API objects")
         try:
             items, collections = split_objects(objects)
+        except InvalidObject as exc:
+            raise SourceError(f"{self.path}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise SourceError(f"{self.path}: an object lacks a valid {exc} field") from None
         library = next((o["library"] for o in objects if isinstance(o.get("library"), dict)), {})
@@ -55,4 +58,5 @@ class SnapshotSource:
             trust_versions=False,
             library_type=str(library.get("type", "user")),
             library_id=str(library.get("id", "")),
+            library_name=str(library.get("name", "")),
         )

@@ -17,15 +17,18 @@ the pull starts over (bounded), so the store only ever sees a consistent snapsho
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 import logging
 import math
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -34,9 +37,10 @@ import httpx2
 import tenacity
 from pyzotero import Zotero
 
-from ..config import SourceConfig
+from ..config import DEFAULT_DEADLINE, SourceConfig
 from ..errors import SourceError
-from ..model import Collection, Item
+from ..model import Collection, InvalidObject, Item, sane_version
+from ..secrets import excerpt, redact, register
 from ..store import Changes
 
 log = logging.getLogger("zotsync.web")
@@ -50,10 +54,12 @@ _Convert = Callable[[Mapping[str, Any]], Item | Collection]
 class _Transient(Exception):
     """A failure worth retrying: 429, 5xx, a dropped connection, a timeout, a truncated body."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, unreachable: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.unreachable = unreachable  # no connection could be made at all
+        self.attempts = 1  # set by the retry policy as it goes
 
 
 class _LibraryMoved(Exception):
@@ -66,20 +72,26 @@ class _Reply:
     status: int
     version: int | None  # Last-Modified-Version
     total: int | None  # Total-Results
-    body: Any  # parsed JSON (None for a 304)
+    body: Any  # parsed JSON (None for a 304, and for a listing once converted: its JSON is dropped)
     objects: tuple[Any, ...] = ()  # a listing's objects as model objects, converted as the page arrived
+    count: int = 0  # how many objects the listing's page held
 
 
 class WebSource:
-    """A user or group library on api.zotero.org (or any server speaking its protocol)."""
+    """A user or group library on api.zotero.org (or any server speaking its protocol), or, in local mode,
+    the Zotero desktop's local API (http://localhost:23119/api/, Zotero 7+)."""
 
     # Defaults a test (or a patient user) may override per instance or on the class.
     MAX_ATTEMPTS = 5  # per request, including the first
+    CONNECT_ATTEMPTS = 3  # while the host has never answered: an unreachable host is said so quickly
     RETRY_WAIT = 1.0  # base of the exponential backoff, seconds; also the jitter's range
     RETRY_WAIT_MAX = 60.0
-    MAX_RETRY_AFTER = 300.0  # a server asking for a longer pause gets a clear error instead of a hang
+    MAX_SERVER_WAIT = 300.0  # a server asking for a longer pause (Backoff, Retry-After) fails the run at once
     MAX_RESTARTS = 3  # when the library keeps changing under us
-    TIMEOUT = 30.0
+    TIMEOUT = 30.0  # for connecting and for each read
+    REQUEST_DEADLINE = 120.0  # for one whole response, body included: a dripping body cannot stall a pull
+    MAX_BODY = 64 * 2**20  # bytes of one decompressed response
+    MAX_OBJECTS = 1_000_000  # of one listing (the largest real libraries hold ~100,000): bounds its pages
     CONCURRENCY = 4  # the API's documented maximum of concurrent requests
 
     def __init__(
@@ -91,34 +103,52 @@ class WebSource:
         max_attempts: int | None = None,
         timeout: float | None = None,
         concurrency: int | None = None,
+        deadline: float = DEFAULT_DEADLINE,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.config = config
         self.progress = progress
+        self.local = config.local_api
         self.retry_wait = self.RETRY_WAIT if retry_wait is None else retry_wait
         self.max_attempts = self.MAX_ATTEMPTS if max_attempts is None else max_attempts
         self.concurrency = max(1, min(self.CONCURRENCY if concurrency is None else concurrency, 4))
+        self.timeout = self.TIMEOUT if timeout is None else timeout
+        self.deadline = deadline
         self.requests = 0  # HTTP requests sent, retries included: tests and the benchmark check budgets
         self._sleep = sleep
         self._lock = threading.Lock()
         self._not_before = 0.0  # monotonic time before which no request may start (Backoff, Retry-After)
+        self._ends = math.inf  # monotonic time by which the pull must be done
+        self._answered = False  # whether the host ever answered: a host that never did is not retried long
+        register(config.api_key)  # belt and braces: whatever this source logs is masked, CLI or not
         base_url = config.base_url.rstrip("/")
         client = httpx2.Client(
             # A proxy from the environment must not capture a loopback test server or mirror.
             trust_env=not _is_loopback(base_url),
             follow_redirects=True,
-            timeout=self.TIMEOUT if timeout is None else timeout,
+            timeout=self.timeout,
             limits=httpx2.Limits(max_connections=self.concurrency),
         )
-        # An empty key reads a public library; pyzotero then sends no Authorization header.
-        self._zot = Zotero(config.library_id, config.library_type, config.api_key or None, client=client)
+        if self.local:
+            # pyzotero's local=True: the API under /api, "My Library" as users/0, no key, read-only.
+            self._zot = Zotero(0, "user", None, local=True, client=client)
+            library = "users/0" if config.library_type == "user" else f"groups/{config.library_id}"
+            self._prefix = f"/api/{library}"
+        else:
+            # An empty key reads a public library; pyzotero then sends no Authorization header.
+            self._zot = Zotero(config.library_id, config.library_type, config.api_key or None, client=client)
+            self._prefix = f"/{config.library_type}s/{config.library_id}"
         self._zot.endpoint = base_url
-        self._prefix = f"/{config.library_type}s/{config.library_id}"
         self._base_url = base_url
 
     @property
     def id(self) -> str:
-        return f"web:{self._base_url}/{self.config.library_type}s/{self.config.library_id}"
+        kind = "local-api" if self.local else "web"
+        return f"{kind}:{self._base_url}{self._prefix.removeprefix('/api')}"
+
+    @property
+    def _library(self) -> str:
+        return self._prefix.removeprefix("/api").lstrip("/")
 
     def close(self) -> None:
         client = self._zot.client
@@ -133,6 +163,12 @@ class WebSource:
 
     # -- the sync algorithm ---------------------------------------------------------------------
     def changes(self, since: int | None) -> Changes | None:
+        self._ends = time.monotonic() + self.deadline
+        if self.local:
+            since = None  # the local API's `since` misses unsynced edits and it has no /deleted: read it all
+        elif since is not None and sane_version(since) is None:
+            log.warning("the store holds library version %s, which is no version: reading everything", since)
+            since = None
         for restart in range(self.MAX_RESTARTS + 1):
             try:
                 return self._full() if since is None else self._incremental(since)
@@ -144,7 +180,7 @@ class WebSource:
                     ) from None
                 pause = self.retry_wait * 2**restart
                 log.debug("%s; starting over in %.1f s", moved, pause)
-                self._sleep(pause)
+                self._pause(pause)
         raise AssertionError("unreachable")
 
     def _full(self) -> Changes:
@@ -156,7 +192,7 @@ class WebSource:
                 lambda: self._get(collections_path, _collection_page(0), convert=Collection.from_api),
             ]
         )
-        version = _version_of(first_items)
+        version = self._version_of(first_items)
         # Total-Results tells how many pages follow, so they can all be asked for at once.
         item_calls = self._page_calls(items_path, _item_page, first_items, Item.from_api)
         collection_calls = self._page_calls(
@@ -164,10 +200,11 @@ class WebSource:
         )
         total = (first_items.total or 0) + (first_collections.total or 0)
         with self._progress(total, "Fetching the Zotero library") as advance:
-            advance(_count(first_items) + _count(first_collections))
+            advance(first_items.count + first_collections.count)
             replies = self._run([*item_calls, *collection_calls], advance)
             item_replies = [first_items, *replies[: len(item_calls)]]
             collection_replies = [first_collections, *replies[len(item_calls) :]]
+            del replies
             # A server without Total-Results (some mirrors): page on until a short page.
             if first_items.total is None:
                 item_replies += self._follow(items_path, _item_page, first_items, Item.from_api)
@@ -177,10 +214,20 @@ class WebSource:
                 )
         for reply in (*item_replies, *collection_replies):
             _check(version, reply)
-        items = _objects(item_replies, version, count=first_items.total)
-        collections = _objects(collection_replies, version, count=first_collections.total)
+        items = _objects(item_replies, version, count=first_items.total, local=self.local)
+        collections = _objects(collection_replies, version, count=first_collections.total, local=self.local)
+        del item_replies, collection_replies
+        if self.local and first_items.version is None:
+            version = max((o.version for o in (*items, *collections)), default=0)
         log.debug("full read: %d items, %d collections at version %d", len(items), len(collections), version)
         return self._changes(version, items, collections, complete=True)
+
+    def _version_of(self, reply: _Reply) -> int:
+        if reply.version is None:
+            if self.local:
+                return 0  # the local API need not say; the objects' own versions stand in
+            raise SourceError("Zotero API: a response lacks the Last-Modified-Version header")
+        return reply.version
 
     def _page_calls(
         self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply, convert: _Convert
@@ -192,7 +239,12 @@ class WebSource:
         self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply, convert: _Convert
     ) -> list[_Reply]:
         replies, last, start = [], first, PAGE
-        while _count(last) >= PAGE:
+        while last.count >= PAGE:
+            if start >= self.MAX_OBJECTS:
+                raise SourceError(
+                    f"Zotero API: GET {path} still returns full pages after {self.MAX_OBJECTS} objects, "
+                    "more than a Zotero library holds, and no Total-Results; refusing to page on"
+                )
             last = self._get(path, params(start), convert=convert)
             replies.append(last)
             start += PAGE
@@ -206,11 +258,18 @@ class WebSource:
             {"since": since, "format": "versions", "includeTrashed": 1},
             if_modified_since=since,
         )
+        version = since if first.status == 304 and first.version is None else self._version_of(first)
+        if version < since:
+            # The library is older than the store (restored from a backup, or the store holds a bogus
+            # version): an incremental read cannot say what changed, a full one can.
+            log.warning(
+                "the library is at version %d, older than the stored %d: reading everything", version, since
+            )
+            return self._full()
         if first.status == 304:
             log.debug("library unchanged since version %d", since)
             return None
-        version = _version_of(first)
-        item_versions = _versions(first.body)
+        item_versions = _versions(first.body, self.MAX_OBJECTS)
         with self._progress(len(item_versions), "Fetching changed Zotero items") as advance:
             collection_versions_reply, deleted_reply, *item_replies = self._run(
                 [
@@ -222,7 +281,7 @@ class WebSource:
                 ],
                 advance,
             )
-        collection_versions = _versions(collection_versions_reply.body)
+        collection_versions = _versions(collection_versions_reply.body, self.MAX_OBJECTS)
         collection_replies = self._run(
             self._fetch_calls(
                 collections_path, collection_versions, since, "collectionKey", {}, Collection.from_api
@@ -301,6 +360,8 @@ class WebSource:
             complete=complete,
             library_type=self.config.library_type,
             library_id=self.config.library_id,
+            # The local API's versions stay put on local edits until Zotero syncs: compare content.
+            trust_versions=not self.local,
         )
 
     # -- running requests -----------------------------------------------------------------------
@@ -314,7 +375,7 @@ class WebSource:
             for call in calls:
                 replies.append(call())
                 if advance:
-                    advance(_count(replies[-1]))
+                    advance(replies[-1].count)
             return replies
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(calls))) as pool:
             futures = [pool.submit(call) for call in calls]
@@ -328,7 +389,7 @@ class WebSource:
                             other.cancel()
                         raise failure
                     if advance:
-                        advance(_count(future.result()))
+                        advance(future.result().count)
             return [future.result() for future in futures]
 
     def _get(
@@ -339,32 +400,71 @@ class WebSource:
         convert: _Convert | None = None,
     ) -> _Reply:
         """One GET with retries; a listing's objects are converted here, in the worker thread, so that
-        turning one page into model objects overlaps with waiting for the next."""
+        turning one page into model objects overlaps with waiting for the next, and its JSON is dropped."""
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.max_attempts),
+            stop=self._stop,
             wait=self._wait,
             retry=tenacity.retry_if_exception_type(_Transient),
-            sleep=self._sleep,
+            sleep=self._pause,
             before_sleep=self._log_retry,
             reraise=True,
         )
         try:
             reply = retrying(self._attempt, path, params, if_modified_since)
         except _Transient as exc:
-            raise SourceError(
-                f"Zotero API: {exc.reason} for GET {path} after {self.max_attempts} attempts"
-            ) from None
-        return replace(reply, objects=_converted(reply, convert)) if convert else reply
+            attempts = f"after {exc.attempts} attempts" if exc.attempts > 1 else "at the first attempt"
+            if exc.unreachable and not self._answered:
+                raise SourceError(self._unreachable(exc.reason, attempts)) from None
+            raise SourceError(f"Zotero API: {exc.reason} for GET {path} {attempts}") from None
+        if convert is None:
+            return reply
+        return replace(reply, body=None, objects=_converted(reply, convert), count=_count(reply))
+
+    def _unreachable(self, reason: str, attempts: str) -> str:
+        if self.local:
+            return (
+                f"Zotero is not running (nothing answers at {self._base_url}: {reason}): start Zotero 7 or "
+                "later, or read its database instead (source.path: …/zotero.sqlite)"
+            )
+        return (
+            f"Zotero API: cannot reach {self._base_url} ({reason}) {attempts}: check the network and "
+            "source.base_url"
+        )
+
+    def _stop(self, state: tenacity.RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Transient):
+            exc.attempts = state.attempt_number
+            if exc.unreachable and not self._answered:
+                return state.attempt_number >= min(self.CONNECT_ATTEMPTS, self.max_attempts)
+        return state.attempt_number >= self.max_attempts
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
-        """The server's Retry-After when it gave one, else exponential backoff with jitter."""
+        """The server's Retry-After when it gave one, else exponential backoff with jitter (short while
+        the host has never answered: it is likely down or mistyped, not busy)."""
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, _Transient) and exc.retry_after is not None:
             return exc.retry_after
-        backoff = tenacity.wait_exponential_jitter(
-            multiplier=self.retry_wait, max=self.RETRY_WAIT_MAX, jitter=self.retry_wait
+        base = (
+            self.retry_wait / 4
+            if isinstance(exc, _Transient) and exc.unreachable and not self._answered
+            else self.retry_wait
         )
+        backoff = tenacity.wait_exponential_jitter(multiplier=base, max=self.RETRY_WAIT_MAX, jitter=base)
         return float(backoff(state))
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep, unless that would pass the pull's deadline: then fail now rather than later."""
+        if time.monotonic() + seconds > self._ends:
+            raise self._deadline_error()
+        if seconds > 0:
+            self._sleep(seconds)
+
+    def _deadline_error(self) -> SourceError:
+        return SourceError(
+            f"Zotero API: the pull did not finish within its deadline of {self.deadline:g} s "
+            "(sync.deadline); nothing was stored, try again later"
+        )
 
     def _log_retry(self, state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -380,26 +480,58 @@ class WebSource:
 
     def _attempt(self, path: str, params: Mapping[str, Any], if_modified_since: int | None) -> _Reply:
         self._pace()
-        headers = self._zot.default_headers()
+        started = time.monotonic()
+        left = self._ends - started
+        if left <= 0:
+            raise self._deadline_error()
+        ends = min(self._ends, started + self.REQUEST_DEADLINE)
+        headers = self._zot.default_headers() | {"Accept-Encoding": "gzip, deflate"}
         if if_modified_since is not None:
             headers["If-Modified-Since-Version"] = str(if_modified_since)
         shown = f"{path}?{urlencode(params)}" if params else path  # never the headers: they hold the key
         with self._lock:
             self.requests += 1
-        started = time.monotonic()
         client = self._zot.client
         assert client is not None
+        read = min(self.timeout, left)
+        timeout = httpx2.Timeout(read, connect=min(read, 10.0))
         try:
-            response = client.get(self._base_url + path, params=dict(params), headers=headers)
+            with client.stream(
+                "GET", self._base_url + path, params=dict(params), headers=headers, timeout=timeout
+            ) as response:
+                self._answered = True
+                return self._answer(response, path, shown, started, ends, if_modified_since)
+        except httpx2.ConnectTimeout:
+            log.debug("GET %s: connecting timed out", shown)
+            raise _Transient("connecting timed out", unreachable=True) from None
         except httpx2.TimeoutException:
             log.debug("GET %s timed out", shown)
             raise _Transient("the request timed out") from None
+        except httpx2.ConnectError as exc:
+            log.debug("GET %s: cannot connect: %s", shown, _describe(exc))
+            raise _Transient(f"ConnectError: {_describe(exc)}", unreachable=True) from None
+        except httpx2.LocalProtocolError:
+            # The request itself could not be sent, e.g. a header value h11 refuses. Its message quotes
+            # the header, which may be the key: never show it.
+            raise SourceError(
+                f"Zotero API: GET {path} could not be sent (an invalid request header; check source.api_key)"
+            ) from None
         except httpx2.TransportError as exc:
             # Refused, reset or dropped connections and truncated bodies (RemoteProtocolError).
             log.debug("GET %s failed: %s", shown, type(exc).__name__)
-            raise _Transient(f"connection failed ({type(exc).__name__}: {_first_line(exc)})") from None
+            raise _Transient(f"connection failed ({type(exc).__name__}: {_describe(exc)})") from None
+
+    def _answer(
+        self,
+        response: httpx2.Response,
+        path: str,
+        shown: str,
+        started: float,
+        ends: float,
+        if_modified_since: int | None,
+    ) -> _Reply:
         status = response.status_code
-        version = _int_header(response.headers, "Last-Modified-Version")
+        version = _version_header(response.headers)
         log.debug(
             "GET %s → %d, library version %s, %.0f ms",
             shown,
@@ -407,49 +539,106 @@ class WebSource:
             version,
             (time.monotonic() - started) * 1000,
         )
-        backoff = _float_header(response.headers, "Backoff")
+        backoff = _wait_header(response.headers, "Backoff")
         if backoff:
-            self._hold(backoff)  # the server is busy: slow down before the next request, whoever sends it
+            self._hold(backoff, "Backoff")  # the server is busy: slow down before the next request
         if status == 304 and if_modified_since is not None:
             return _Reply(status, version, None, None)
+        if status != 200:
+            # Read (a little of) an error's body too, so that the connection stays usable.
+            body = self._read(response, path, ends, limit=64 * 1024, quiet=True)
         if status == 429 or status >= 500:
-            retry_after = _float_header(response.headers, "Retry-After")
+            retry_after = _wait_header(response.headers, "Retry-After")
             reason = f"HTTP {status}" + (f" {response.reason_phrase}" if response.reason_phrase else "")
             if retry_after is not None:
-                if retry_after > self.MAX_RETRY_AFTER:
-                    raise SourceError(
-                        f"Zotero API: {reason} for GET {path}, asked to wait {retry_after:.0f} s; "
-                        "try again later"
-                    )
-                self._hold(retry_after)
+                self._hold(retry_after, "Retry-After")
             raise _Transient(reason, retry_after)
         if status in (401, 403):
-            raise SourceError(
-                f"HTTP {status} from the Zotero API: the API key is wrong or lacks access to "
-                f"{self._prefix.lstrip('/')}"
-            )
+            raise SourceError(self._forbidden(status))
         if status == 404:
-            raise SourceError(
-                f"HTTP 404 from the Zotero API: no library {self._prefix.lstrip('/')} at {self._base_url} "
-                "(check source.library_type and source.library_id)"
-            )
+            raise SourceError(self._not_found())
         if status != 200:
+            text = excerpt(body.decode("utf-8", "replace"))
             raise SourceError(
-                f"HTTP {status} from the Zotero API for GET {path}: {_first_line(response.text)[:200]}"
+                f"HTTP {status} from the Zotero API for GET {path}" + (f": {text}" if text else "")
             )
+        total = _total_header(response.headers, self.MAX_OBJECTS)
+        content = self._read(response, path, ends)
         try:
-            body = json.loads(response.content)
+            body = json.loads(content)
         except ValueError:
             raise _Transient("a malformed JSON body") from None
-        return _Reply(status, version, _int_header(response.headers, "Total-Results"), body)
+        return _Reply(status, version, total, body)
+
+    def _forbidden(self, status: int) -> str:
+        if self.local:
+            return (
+                f"HTTP {status} from the Zotero desktop's local API at {self._base_url}: it is switched off; "
+                'in Zotero, enable Settings → Advanced → "Allow other applications on this computer to '
+                'communicate with Zotero"'
+            )
+        if not self.config.api_key:
+            return f"HTTP {status} and no API key set: export ZOTERO_API_KEY=… (a public library needs none)"
+        return f"HTTP {status} from the Zotero API: the API key is wrong or lacks access to {self._library}"
+
+    def _not_found(self) -> str:
+        if self.local:
+            return (
+                f"HTTP 404 from {self._base_url}{self._prefix}: no such library in this Zotero, or a Zotero "
+                "without the local API (it came with Zotero 7)"
+            )
+        return (
+            f"HTTP 404 from the Zotero API: no library {self._library} at {self._base_url} "
+            "(check source.library_type and source.library_id)"
+        )
+
+    def _read(
+        self, response: httpx2.Response, path: str, ends: float, limit: int | None = None, quiet: bool = False
+    ) -> bytes:
+        """The body, decompressed as it streams in: at most `MAX_BODY` bytes and until `ends` (a body that
+        drips in, or expands a thousandfold, fails this request rather than the machine)."""
+        limit = self.MAX_BODY if limit is None else limit
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("identity", "", "gzip", "x-gzip", "deflate"):
+            raise SourceError(
+                f"Zotero API: GET {path} answered in an encoding zotsync did not ask for "
+                f"({excerpt(encoding, 20)})"
+            )
+        inflater = _Inflater() if encoding not in ("identity", "") else None
+        parts, size = [], 0
+        try:
+            for raw in response.iter_raw():
+                now = time.monotonic()
+                if now > self._ends:
+                    raise self._deadline_error()
+                if now > ends:
+                    raise _Transient(f"the response took longer than {self.REQUEST_DEADLINE:g} s to arrive")
+                data = inflater.feed(raw, limit - size) if inflater else raw
+                size += len(data)
+                if size > limit:
+                    if quiet:
+                        parts.append(data[: limit - size])
+                        break
+                    raise SourceError(
+                        f"Zotero API: the response to GET {path} is larger than {limit // 2**20} MB "
+                        "(decompressed); refusing it"
+                    )
+                parts.append(data)
+        except zlib.error:
+            raise _Transient("a malformed compressed body") from None
+        return b"".join(parts)
 
     def _pace(self) -> None:
         with self._lock:
             pause = self._not_before - time.monotonic()
         if pause > 0:
-            self._sleep(pause)
+            self._pause(pause)
 
-    def _hold(self, seconds: float) -> None:
+    def _hold(self, seconds: float, header: str) -> None:
+        """No request before `seconds` from now; a wait longer than we would ever sit through fails now,
+        saying when to try again (a cron run that sleeps for a day keeps the lock for a day)."""
+        if seconds > self.MAX_SERVER_WAIT:
+            raise SourceError(_too_long(seconds, header, self.MAX_SERVER_WAIT))
         with self._lock:
             self._not_before = max(self._not_before, time.monotonic() + seconds)
 
@@ -487,14 +676,8 @@ def _converted(reply: _Reply, convert: _Convert) -> tuple[Any, ...]:
         raise SourceError("Zotero API: a listing is not a JSON array of objects")
     try:
         return tuple(map(convert, reply.body))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SourceError(f"Zotero API: an object lacks a valid {exc} field") from None
-
-
-def _version_of(reply: _Reply) -> int:
-    if reply.version is None:
-        raise SourceError("Zotero API: a response lacks the Last-Modified-Version header")
-    return reply.version
+    except InvalidObject as exc:
+        raise SourceError(f"Zotero API: {exc}") from None
 
 
 def _check(version: int, reply: _Reply) -> None:
@@ -502,23 +685,31 @@ def _check(version: int, reply: _Reply) -> None:
         raise _LibraryMoved(f"the library moved from version {version} to {reply.version} during the pull")
 
 
-def _versions(body: Any) -> dict[str, int]:
+def _versions(body: Any, most: int) -> dict[str, int]:
     if not isinstance(body, dict):
         raise SourceError("Zotero API: a format=versions response is not a JSON object")
-    try:
-        return {str(key): int(value) for key, value in body.items()}
-    except (TypeError, ValueError):
-        raise SourceError("Zotero API: a format=versions response holds a non-numeric version") from None
+    if len(body) > most:
+        raise SourceError(f"Zotero API: a format=versions response lists more than {most} objects")
+    versions = {str(key): sane_version(value) for key, value in body.items()}
+    if None in versions.values():
+        raise SourceError(
+            "Zotero API: a format=versions response holds a version that is not an integer from 0 to 2^53"
+        )
+    return versions  # type: ignore[return-value]
 
 
 def _objects(
-    replies: Sequence[_Reply], version: int, keys: Mapping[str, int] | None = None, count: int | None = None
+    replies: Sequence[_Reply],
+    version: int,
+    keys: Mapping[str, int] | None = None,
+    count: int | None = None,
+    local: bool = False,
 ) -> list[Any]:
     """The replies' model objects, checked to form one consistent snapshot: nothing newer than the library
     version, and exactly the keys (or the count) the listing promised."""
     objects = list({o.key: o for r in replies for o in r.objects}.values())
     newest = max((o.version for o in objects), default=0)
-    if newest > version:
+    if newest > version and not local:  # the local API's version header, if any, is only informative
         raise _LibraryMoved(f"an object at version {newest} arrived in a pull of version {version}")
     if keys is not None and {o.key for o in objects} != set(keys):
         raise _LibraryMoved(f"objects appeared or vanished while fetching version {version}")
@@ -527,25 +718,90 @@ def _objects(
     return objects
 
 
-def _int_header(headers: httpx2.Headers, name: str) -> int | None:
-    value = headers.get(name)
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
+def _version_header(headers: httpx2.Headers) -> int | None:
+    """Last-Modified-Version, which is stored and sent back: a value that is no version (10^30, 1e400, -1)
+    would freeze every later sync, so it fails the pull instead."""
+    value = headers.get("Last-Modified-Version")
+    if value is None:
         return None
+    version = sane_version(value.strip())
+    if version is None:
+        raise SourceError(
+            f"Zotero API: the server sent Last-Modified-Version {excerpt(value, 40)!r}, which is not a "
+            "library version (an integer from 0 to 2^53); nothing was stored"
+        )
+    return version
 
 
-def _float_header(headers: httpx2.Headers, name: str) -> float | None:
+def _total_header(headers: httpx2.Headers, most: int) -> int | None:
+    value = headers.get("Total-Results")
+    if value is None:
+        return None
+    total = sane_version(value.strip())
+    if total is None or total > most:
+        raise SourceError(
+            f"Zotero API: the server reports Total-Results {excerpt(value, 40)!r}, not a count of up to "
+            f"{most} objects (the largest Zotero libraries hold about 100,000); refusing to page through it"
+        )
+    return total
+
+
+def _wait_header(headers: httpx2.Headers, name: str) -> float | None:
+    """Backoff or Retry-After in seconds (Retry-After may be an HTTP date); None when absent or unreadable
+    (then our own backoff applies). May be infinite: `Backoff: inf` is a wait without end."""
     value = headers.get(name)
+    if value is None:
+        return None
     try:
-        return max(0.0, float(value)) if value is not None else None
+        seconds = float(value)
     except ValueError:
-        return None  # an HTTP date in Retry-After: fall back to our own backoff
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return None if math.isnan(seconds) else max(0.0, seconds)
 
 
-def _first_line(value: object) -> str:
-    text = str(value).strip()
-    return text.splitlines()[0] if text else ""
+def _too_long(seconds: float, header: str, most: float) -> str:
+    if seconds < 10 * 365 * 86400:
+        until = datetime.now(UTC) + timedelta(seconds=seconds)
+        asked, retry = f"{seconds:.0f} s", f"after {until:%Y-%m-%d %H:%M} UTC"
+    else:
+        asked, retry = "without end", "later"
+    return (
+        f"Zotero API: the server asks to wait {asked} ({header}), longer than zotsync waits "
+        f"({most:.0f} s); nothing was stored, try again {retry}"
+    )
+
+
+class _Inflater:
+    """gzip or zlib data decompressed a piece at a time, never more than asked for (a bomb stays small)."""
+
+    def __init__(self) -> None:
+        self._z = zlib.decompressobj(zlib.MAX_WBITS | 32)  # | 32: either header
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Up to `room` + 1 bytes out of `data` (one past `room` says the body is too large)."""
+        out = []
+        while data:
+            chunk = self._z.decompress(data, max(room, 0) + 1)
+            out.append(chunk)
+            room -= len(chunk)
+            if room < 0:
+                break
+            data = self._z.unconsumed_tail
+            if self._z.eof:  # a gzip stream may hold several members, one after the other
+                data, self._z = self._z.unused_data, zlib.decompressobj(zlib.MAX_WBITS | 32)
+        return b"".join(out)
+
+
+def _describe(exc: BaseException) -> str:
+    """An exception's first line, secrets masked (a transport error may quote what was sent)."""
+    text = str(exc).strip()
+    return redact(text.splitlines()[0] if text else type(exc).__name__)
 
 
 def _is_loopback(url: str) -> bool:

@@ -1,0 +1,118 @@
+"""Which config file a command reads: --config, $ZOTSYNC_CONFIG, ./zotsync.yaml, ./config/zotsync.yaml,
+the user's config folder — and one line naming them all when none is there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from zotsync.config import config_keys, find_config, user_config_path
+
+SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+
+
+def demo_config(folder: Path, title: str) -> Path:
+    """A config in `folder` whose catalogue has a page title of its own, so a run shows which one it read."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "catalog.yaml").write_text(f"title: {title}\ncategories: []\n", encoding="utf-8")
+    path = folder / "zotsync.yaml"
+    path.write_text(
+        f"source: {{type: snapshot, path: {(SEEDS / 'zotero-library.json').as_posix()}}}\n"
+        "catalog: catalog.yaml\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Every place a config may be, none written yet; the working directory and user folder are temp."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("ZOTSYNC_CONFIG", raising=False)
+    return {
+        "option": tmp_path / "option",
+        "env": tmp_path / "env",
+        "here": work,
+        "config_dir": work / "config",
+        "user": tmp_path / "xdg" / "zotsync",
+    }
+
+
+ORDER = ["option", "env", "here", "config_dir", "user"]
+
+
+@pytest.mark.parametrize("winner", ORDER)
+def test_the_first_place_that_has_a_config_wins(places, monkeypatch, winner: str) -> None:
+    for name in ORDER[ORDER.index(winner) :]:
+        demo_config(places[name], name)
+    explicit = str(places["option"] / "zotsync.yaml") if winner == "option" else None
+    if winner in ("option", "env"):
+        monkeypatch.setenv("ZOTSYNC_CONFIG", str(places["env"] / "zotsync.yaml"))
+    found = find_config(explicit)
+    assert found.resolve() == (places[winner] / "zotsync.yaml").resolve()
+
+
+def test_a_sync_reads_the_discovered_config_and_writes_beside_it(places, run) -> None:
+    demo_config(places["config_dir"], "from config/")
+    demo_config(places["user"], "from the user folder")
+    assert run("-q", "sync").code == 0
+    page = (places["config_dir"] / "exports" / "catalog.md").read_text(encoding="utf-8")
+    assert page.startswith("# from config/\n")
+    assert not (places["user"] / "exports").exists()
+
+
+def test_the_user_config_folder_is_platformdirs(places, run) -> None:
+    assert user_config_path() == places["user"] / "zotsync.yaml"
+    demo_config(places["user"], "mine")
+    assert run("-q", "sync").code == 0
+    assert (places["user"] / "exports" / "catalog.md").read_text(encoding="utf-8").startswith("# mine\n")
+    result = run("status", "--format", "json")
+    assert result.code == 0 and json.loads(result.out)["library"]["items"] == 64
+
+
+def test_no_config_anywhere_names_the_places_and_init(places, run) -> None:
+    result = run("sync")
+    assert result.code == 2 and result.err.count("\n") == 1
+    line = result.err
+    assert line.startswith("zotsync: error: no config file: looked for --config, $ZOTSYNC_CONFIG, ")
+    for place in ("./zotsync.yaml", "./config/zotsync.yaml", str(places["user"] / "zotsync.yaml")):
+        assert place in line
+    assert "zotsync init" in line
+
+
+def test_a_named_config_that_is_missing_is_not_replaced_by_another(places, run, monkeypatch) -> None:
+    demo_config(places["here"], "here")
+    monkeypatch.setenv("ZOTSYNC_CONFIG", str(places["env"] / "zotsync.yaml"))
+    result = run("sync")
+    assert result.code == 2 and "config file not found: " in result.err and "env" in result.err
+
+
+def test_a_misspelt_key_gets_a_did_you_mean(places, run) -> None:
+    path = demo_config(places["here"], "here")
+    path.write_text(path.read_text(encoding="utf-8") + "exports:\n  format: [md]\n", encoding="utf-8")
+    result = run("sync")
+    assert result.code == 2
+    assert result.err == (
+        f"zotsync: error: {Path('zotsync.yaml')}:4: unknown config key 'exports.format' "
+        "(did you mean 'exports.formats'?)\n"
+    )
+
+
+def test_a_key_in_the_wrong_section_is_pointed_to_its_place(places, run) -> None:
+    path = demo_config(places["here"], "here")
+    path.write_text(path.read_text(encoding="utf-8") + "library_id: '123'\n", encoding="utf-8")
+    result = run("sync")
+    assert result.code == 2
+    assert "unknown config key 'library_id' (did you mean 'source.library_id'?)" in result.err
+
+
+def test_config_keys_lists_every_section_and_leaf() -> None:
+    keys = config_keys()
+    assert len(keys) == len(set(keys))
+    for key in ("source.type", "source.api_key", "catalog", "store", "exports.formats", "reconcile.venues"):
+        assert key in keys

@@ -1,0 +1,107 @@
+"""`--log-file`: what an unattended run leaves behind — timestamped, one line per event, rotating, and
+never the API key."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ZOTERO_API_KEY
+from test_web_source import small_library, write_web_config
+
+from zotsync import __version__, runlog
+
+LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} (DEBUG|INFO|WARNING|ERROR) \S.*")
+
+
+def config_of(project: Path) -> str:
+    return str(project / "config" / "zotsync.yaml")
+
+
+def lines_of(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines and all(LINE.fullmatch(line) for line in lines), lines
+    return [line.split(" ", 1)[1] for line in lines]  # level and message
+
+
+def test_a_quiet_sync_logs_what_it_did_and_how_it_ended(project: Path, run) -> None:
+    log = project / "logs" / "zotsync.log"  # the folder is made on demand
+    result = run("-q", "--log-file", str(log), "--config", config_of(project), "sync")
+    assert (result.code, result.out, result.err) == (0, "", "")
+    events = lines_of(log)
+    assert events[0] == f"INFO zotsync {__version__} sync"
+    assert f"INFO config {project / 'config' / 'zotsync.yaml'}" in events
+    assert any(e.startswith("INFO first pull → 480: ") for e in events)
+    assert f"INFO wrote {project / 'exports' / 'catalog.md'}" in events
+    assert re.fullmatch(r"INFO exit 0 after \d+\.\d\d s", events[-1])
+
+    run("--log-file", str(log), "--config", config_of(project), "sync", "--json", "--exit-code")
+    second = lines_of(log)[len(events) :]  # appended, not replaced
+    assert "INFO up to date at library version 480" in second  # logged even though --json kept it off
+    assert f"INFO unchanged {project / 'exports' / 'catalog.md'}" in second
+    assert re.fullmatch(r"INFO exit 0 after \d+\.\d\d s", second[-1])
+
+
+def test_a_failed_pull_logs_its_one_line_and_exit_code(project: Path, run) -> None:
+    log = project / "zotsync.log"
+    (project / "seeds" / "zotero-library.json").write_text("[{", encoding="utf-8")
+    result = run("-q", "--log-file", str(log), "--config", config_of(project), "pull")
+    assert result.code == 1
+    message = result.err.removeprefix("zotsync: error: ").rstrip("\n")
+    assert "snapshot is not valid JSON" in message
+    events = lines_of(log)
+    assert events[-2:] == [f"ERROR {message}", events[-1]]
+    assert re.fullmatch(r"INFO exit 1 after \d+\.\d\d s", events[-1])
+
+
+def test_a_usage_error_is_logged_too(project: Path, run) -> None:
+    log = project / "zotsync.log"
+    result = run("--log-file", str(log), "--config", str(project / "missing.yaml"), "sync")
+    assert result.code == 2
+    events = lines_of(log)
+    assert events[-2].startswith("ERROR config file not found") and events[-1].startswith("INFO exit 2 ")
+
+
+def test_the_api_key_is_masked_in_the_log(tmp_path: Path, zotero_api, run, monkeypatch) -> None:
+    server = zotero_api(small_library())
+    config = write_web_config(tmp_path, server.url)
+    log = tmp_path / "zotsync.log"
+    assert run("-v", "--log-file", str(log), "--config", str(config), "sync").code == 0
+    # A catalogue path that happens to hold the key: the error names the path, the log must not show it.
+    text = config.read_text(encoding="utf-8")
+    config.write_text(re.sub(r"catalog: .*", f"catalog: {ZOTERO_API_KEY}/catalog.yaml", text), "utf-8")
+    monkeypatch.setenv("ZOTERO_API_KEY", ZOTERO_API_KEY)
+    result = run("--log-file", str(log), "--config", str(config), "sync")
+    assert result.code == 2 and "***/catalog.yaml" in result.err
+    written = log.read_text(encoding="utf-8")
+    assert "***/catalog.yaml" in written and ZOTERO_API_KEY not in written
+    assert any(line.startswith("DEBUG ") for line in lines_of(log))  # -v logs each step to the file
+
+
+def test_the_log_rotates(project: Path, run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runlog, "MAX_BYTES", 600)
+    log = project / "zotsync.log"
+    for _ in range(4):
+        assert run("-q", "--log-file", str(log), "--config", config_of(project), "sync").code == 0
+    rotated = sorted(p.name for p in project.glob("zotsync.log.*"))
+    assert rotated and rotated[0] == "zotsync.log.1"
+    for path in [log, *project.glob("zotsync.log.*")]:
+        assert path.stat().st_size <= 600 + 300  # a file rotates before the line that would pass the limit
+        lines_of(path)
+
+
+def test_a_log_file_that_cannot_be_opened_is_a_usage_error(project: Path, run) -> None:
+    blocker = project / "not-a-folder"
+    blocker.write_text("", encoding="utf-8")
+    result = run("--log-file", str(blocker / "zotsync.log"), "--config", config_of(project), "sync")
+    assert result.code == 2
+    assert result.err.startswith("zotsync: error: cannot open the log file ") and result.err.count("\n") == 1
+    assert not (project / "exports" / "catalog.md").exists()  # nothing ran
+
+
+def test_without_a_log_file_nothing_is_logged_anywhere(project: Path, run) -> None:
+    result = run("-q", "--config", config_of(project), "sync", "--json")
+    assert result.err == "" and json.loads(result.out)["changed"] is True
+    assert not list(project.rglob("*.log"))

@@ -1,0 +1,106 @@
+"""The page's own words come from a label set: exports.language picks one, exports.labels overrides words."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import write_config
+from factories import api_collection, api_item, api_pdf, write_json
+
+from zotsync.export.labels import BUILT_IN, NAMES
+
+CJK = re.compile("[\u3000-\u9fff\uff00-\uffef]")
+
+
+def own_project(folder: Path, exports: str) -> Path:
+    """An English library and catalogue: rows without venue or why, a PDF, an archive link."""
+    write_json(
+        folder / "library.json",
+        [
+            api_collection("COLL2222", "Systems"),
+            api_item("ITEM2222", "A paper with tags", tags=["gpu", "ir"], collections=["COLL2222"]),
+            api_item("YEAR2222", "A paper with a year", date="2023", url="https://example.org/y"),
+            api_pdf("PDFA2222", "YEAR2222"),
+            api_pdf("PDFB2222", "YEAR2222", dateAdded="2024-02-01T00:00:00Z"),
+        ],
+    )
+    (folder / "catalog.yaml").write_text(
+        "title: Mine\ncategories:\n  - name: Systems\n    entries:\n"
+        "      - {title: A paper with tags, status: read}\n      - title: Not in Zotero\n",
+        encoding="utf-8",
+    )
+    return write_config(
+        folder,
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        "exports:\n  dir: out\n  formats: [md]\n  archive_link: 'archive.md#{key}'\n" + exports + "\n",
+    )
+
+
+def test_the_default_page_is_english_with_no_chinese_word(tmp_path: Path, run) -> None:
+    config = own_project(tmp_path, "")
+    assert run("-q", "--config", str(config), "sync").code == 0
+    page = (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    assert not CJK.search(page), CJK.findall(page)
+    assert "3 entries; 1 read, 2 to read." in page
+    assert "| ✅ | A paper with tags | venue unknown | Tags: gpu / ir |" in page
+    assert "venue unknown · 2023" in page
+    assert "[PDF](zotero://open-pdf/library/items/PDFA2222) / [PDF2](" in page
+    assert "[Archive](archive.md#ITEM2222)" in page
+
+
+def test_chinese_words_with_exports_language_zh(tmp_path: Path, run) -> None:
+    config = own_project(tmp_path, "  language: zh")
+    assert run("-q", "--config", str(config), "sync").code == 0
+    page = (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    assert "共 3 个清单条目；已读 1，待读 2。" in page
+    assert "| 来源待补全 | 标签：gpu / ir |" in page
+    assert "[归档标签](archive.md#ITEM2222)" in page
+
+
+def test_labels_override_single_words_of_the_chosen_set(tmp_path: Path, run) -> None:
+    config = own_project(
+        tmp_path,
+        '  language: zh\n  labels: {no_venue: "n/a", summary: "{entries} papers ({read} read)", '
+        'link_pdf: 全文, why: "Why | it"}',
+    )
+    assert run("-q", "--config", str(config), "sync").code == 0
+    page = (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    assert "\n3 papers (1 read)\n" in page
+    assert "| n/a | 标签：gpu / ir |" in page  # the rest of the zh set stays
+    assert "[全文](zotero://open-pdf/library/items/PDFA2222) / [全文2](" in page
+    assert "| Status | Paper | Venue | Why \\| it | Links |" in page  # a label cannot break the table
+
+
+@pytest.mark.parametrize(
+    ("exports", "message"),
+    [
+        ("  language: fr", "zotsync.yaml:8: config key 'exports.language' must be one of en, zh, not 'fr'"),
+        (
+            "  labels:\n    no_venu: x",
+            "zotsync.yaml:9: config key 'exports.labels': unknown label 'no_venu' (did you mean 'no_venue'?)",
+        ),
+        (
+            "  labels:\n    summary: '{count} papers'",
+            "zotsync.yaml:9: config key 'exports.labels': label 'summary' may use only {entries}, {read}",
+        ),
+        ("  labels: [a, b]", "config key 'exports.labels' must map label names to text"),
+        ("  labels: {tags: [a]}", "config key 'exports.labels': label 'tags' must be text"),
+    ],
+)
+def test_a_bad_label_setting_is_a_config_error_naming_it(
+    tmp_path: Path, run, exports: str, message: str
+) -> None:
+    config = own_project(tmp_path, exports)
+    result = run("--config", str(config), "sync")
+    assert result.code == 2
+    assert result.err.count("\n") == 1 and message in result.err, result.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_both_built_in_sets_name_every_label_and_differ_only_in_words() -> None:
+    assert set(BUILT_IN) == {"en", "zh"}
+    for labels in BUILT_IN.values():
+        assert all(getattr(labels, name) for name in NAMES)
+        assert labels.summary.format(entries=1, read=1, unread=0)

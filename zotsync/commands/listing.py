@@ -1,0 +1,111 @@
+"""`zotsync list`: the library's items as the curator looks for them — which ones a curated entry
+claims, and the key to `adopt` or `pin` the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+from ..config import Config
+from ..model import Placement
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One top-level item of the library, as merged with the catalogue."""
+
+    zotero_key: str
+    title: str  # Zotero's title
+    year: str
+    venue: str  # curated, else derived from Zotero; empty when unknown
+    item_type: str
+    authors: tuple[str, ...]
+    doi: str
+    collections: tuple[str, ...]  # full paths, `Parent / Child`
+    tags: tuple[str, ...]
+    curated: bool  # a curated catalogue entry claims it
+    categories: tuple[str, ...]  # the catalogue categories it is curated under
+
+    def as_json(self) -> dict[str, object]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    uncurated: bool = False
+    collection: str | None = None  # this collection path, or any below it
+    tag: str | None = None
+    search: str | None = None  # in title, authors or DOI, case-insensitive
+
+    def keep(self, item: Listed) -> bool:
+        if self.uncurated and item.curated:
+            return False
+        if self.collection is not None and not in_collections(item.collections, [self.collection]):
+            return False
+        if self.tag is not None and self.tag.casefold() not in {t.casefold() for t in item.tags}:
+            return False
+        if self.search is not None:
+            needle = self.search.casefold()
+            haystack = (item.title, item.doi, *item.authors)
+            return any(needle in text.casefold() for text in haystack)
+        return True
+
+
+def in_collections(collections: Iterable[str], paths: Sequence[str]) -> bool:
+    """Whether any of `collections` is one of `paths` or lies below one (`Parent / Child`)."""
+    wanted = [p.strip().strip("/").strip() for p in paths]
+    return any(c == p or c.startswith(p + " / ") for c in collections for p in wanted)
+
+
+def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
+    """The library's top-level items not in the trash, by title, with what the catalogue says of them."""
+    from .. import app
+    from ..catalog import load_catalogue
+
+    catalogue = load_catalogue(config.catalog)
+    with app.open_store(config, readonly=True) as store:
+        merged = app.merge(config, catalogue, store)
+    rows_of: dict[str, list[Placement]] = {}
+    for row in merged.page.rows:
+        if row.zotero_key:
+            rows_of.setdefault(row.zotero_key, []).append(row)
+    paths = merged.library.collection_paths()
+    listed = []
+    for item in merged.library.items:
+        if not item.is_regular or item.deleted:
+            continue
+        rows = rows_of.get(item.key, [])
+        curated = [row for row in rows if row.curated]
+        listed.append(
+            Listed(
+                zotero_key=item.key,
+                title=item.title,
+                year=item.year,
+                venue=rows[0].venue if rows else "",
+                item_type=item.item_type,
+                authors=tuple(c.display for c in item.creators if c.creator_type == "author"),
+                doi=item.doi,
+                collections=rows[0].collections if rows else tuple(paths[c] for c in item.collections),
+                tags=tuple(sorted(t.name for t in item.tags)),
+                curated=bool(curated),
+                categories=tuple(dict.fromkeys(row.category for row in curated)),
+            )
+        )
+    listed.sort(key=lambda i: (i.title.casefold(), i.zotero_key))
+    return [item for item in listed if filters.keep(item)]
+
+
+def format_text(items: Sequence[Listed]) -> str:
+    """One line per item: key, year, curated or not, title — venue [collections]."""
+    lines = []
+    for item in items:
+        mark = f"curated in {', '.join(item.categories)}" if item.curated else "uncurated"
+        venue = f" — {item.venue}" if item.venue else ""
+        where = f" [{'; '.join(item.collections)}]" if item.collections else ""
+        lines.append(f"{item.zotero_key}  {item.year or '    '}  {item.title}{venue}{where}  ({mark})")
+    return "\n".join(lines)
+
+
+def summary(items: Sequence[Listed]) -> str:
+    uncurated = sum(not i.curated for i in items)
+    return f"{len(items)} item{'' if len(items) == 1 else 's'}, {uncurated} not curated"

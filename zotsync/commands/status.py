@@ -1,0 +1,46 @@
+"""`zotsync status` as text: the report app.status builds, one line per count and problem."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def format_text(report: dict[str, Any]) -> str:
+    lib, cat = report["library"], report["catalogue"]
+    name = f' "{lib["name"]}"' if lib["name"] else ""
+    lines = [
+        f"library: {lib['type']} {lib['id'] or '(local)'}{name} from {lib['source']}, "
+        f"version {lib['version']}, last sync {lib['last_sync_at']}; {lib['items']} items "
+        f"({lib['trashed']} in the trash), {lib['collections']} collections",
+        f"catalogue: {cat['entries']} entries in {cat['categories']} categories; read {cat['read']}, "
+        f"unread {cat['unread']}; {cat['matched']} of the curated papers matched in Zotero",
+    ]
+    sections = (
+        ("unmatched curated entries", report["unmatched"], _unmatched),
+        (
+            "ambiguous matches",
+            report["ambiguous"],
+            lambda a: f"{' | '.join(a['titles'])} ↔ {', '.join(a['zotero_keys'])} (by {a['rule']})",
+        ),
+        (
+            "duplicates in Zotero",
+            report["duplicates"],
+            lambda d: f"{d['title']}: {', '.join(d['zotero_keys'])} ({d['reason']})",
+        ),
+        (
+            "status disagreements",
+            report["status_conflicts"],
+            lambda s: f"{s['title']}: curated {s['curated']}, Zotero {s['zotero']}",
+        ),
+        ("inbox items not yet curated", report["inbox"], lambda i: f"{i['title']} [{i['zotero_key']}]"),
+    )
+    for heading, rows, show in sections:
+        lines.append(f"{heading}: {len(rows)}")
+        lines += [f"  - {show(row)}" for row in rows]
+    lines.append(f"items no curated entry claims: {lib['uncurated']} (`zotsync list --uncurated` lists them)")
+    return "\n".join(lines)
+
+
+def _unmatched(entry: dict[str, Any]) -> str:
+    nearest = "; ".join(f"{c['title']} [{c['zotero_key']}] {c['score']}" for c in entry["nearest"])
+    return f"{entry['title']} ({entry['reason']})" + (f" — nearest: {nearest}" if nearest else "")

@@ -1,0 +1,101 @@
+"""`zotsync schedule install|show|remove|github`: what each command does, over cron, systemd, github.
+`state` is the CLI's: it has the loaded `config` and `say` (stderr unless -q, and the log file)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..export import write_atomically
+from . import cron, github, job_argv, log_dir, parse_every, schedule_of, systemd
+
+
+def install(state: Any, every: str | None, cron_expression: str | None, systemd_timer: bool) -> None:
+    config = state.config  # a broken config fails now, not at the first scheduled run
+    logs = log_dir()
+    try:
+        logs.mkdir(parents=True, exist_ok=True)  # cron's `>>` cannot make the folder
+    except OSError as exc:
+        raise ConfigError(f"cannot make the log folder {logs}: {exc.strerror or exc}") from None
+    argv = job_argv(config.path, logs / "zotsync.log")
+    key_from_shell = config.source.type == "web" and bool(os.environ.get("ZOTERO_API_KEY"))
+    if systemd_timer:
+        if cron_expression:
+            raise ConfigError("--systemd takes --every (a timer uses OnCalendar=, not a cron expression)")
+        interval = parse_every(every or "1h")
+        for path in systemd.install(systemd.unit_dir(), systemd.units(interval, argv)):
+            state.say(f"wrote {path}")
+        state.say(f"runs every {interval}; log: {logs / 'zotsync.log'} (and `journalctl --user -u zotsync`)")
+        if key_from_shell:
+            state.say(
+                "note: the timer does not see this shell's ZOTERO_API_KEY: put ZOTERO_API_KEY=… in "
+                f"{systemd.environment_file()}"
+            )
+        state.say(f"enable it with: {systemd.ENABLE}")
+        return
+    expression, words = schedule_of(every, cron_expression, default="1h")
+    line = cron.entry(expression, argv, logs / "cron.log")
+    table = cron.read_table()
+    updated = cron.with_entry(table, line)
+    if updated != table:
+        cron.write_table(updated)
+    state.say(f"{'installed' if updated != table else 'already installed'} in the crontab, {words}:")
+    state.say(line)
+    state.say(f"log: {logs / 'zotsync.log'}; anything the run could not log itself: {logs / 'cron.log'}")
+    if key_from_shell:
+        state.say(
+            "note: cron does not see this shell's ZOTERO_API_KEY: put api_key in the config, or a "
+            "ZOTERO_API_KEY=… line above the entry (`crontab -e`)"
+        )
+
+
+def show(systemd_timer: bool) -> str:
+    """The installed schedule as text, or a sentence saying there is none."""
+    if systemd_timer:
+        paths = systemd.installed(systemd.unit_dir())
+        if not paths:
+            return f"no zotsync timer in {systemd.unit_dir()}"
+        return "\n".join(f"# {path}\n{path.read_text(encoding='utf-8')}" for path in paths)
+    lines = cron.find(cron.read_table())
+    return "\n".join(lines) if lines else "no zotsync entry in the crontab"
+
+
+def remove(state: Any, systemd_timer: bool) -> None:
+    if systemd_timer:
+        removed = systemd.remove(systemd.unit_dir())
+        for path in removed:
+            state.say(f"removed {path}")
+        if removed:
+            state.say(f"stop the timer with: {systemd.DISABLE}; then systemctl --user daemon-reload")
+        else:
+            state.say(f"no zotsync timer in {systemd.unit_dir()}")
+        return
+    table = cron.read_table()
+    kept = cron.without(table)
+    if kept == table:
+        state.say("no zotsync entry in the crontab")
+        return
+    cron.write_table(kept)
+    state.say("removed the zotsync entry from the crontab")
+
+
+def write_workflow(
+    state: Any,
+    every: str | None,
+    cron_expression: str | None,
+    output: Path,
+    force: bool,
+    install_spec: str | None,
+) -> None:
+    expression, words = schedule_of(every, cron_expression, default="1h")
+    text = github.workflow(state.config, Path.cwd(), expression, words, install_spec)
+    if output.exists() and not force:
+        raise ConfigError(f"{output} exists: --force replaces it")
+    write_atomically(output, text)
+    state.say(f"wrote {output} ({words}, in UTC)")
+    state.say(
+        "next: add the repository secret ZOTERO_API_KEY, commit and push the workflow, then run it "
+        "once from the Actions tab (docs/scheduling.md)"
+    )

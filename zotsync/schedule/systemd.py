@@ -1,0 +1,88 @@
+"""A systemd user service + timer pair: zotsync.service runs one sync, zotsync.timer starts it."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from ..errors import ZotsyncError
+from ..export import write_atomically
+from . import Every, fill, template
+
+NAMES = ("zotsync.service", "zotsync.timer")
+MARK = "# Written by `zotsync schedule install --systemd`"  # the files' first line: they are ours
+ENABLE = "systemctl --user daemon-reload && systemctl --user enable --now zotsync.timer"
+DISABLE = "systemctl --user disable --now zotsync.timer"
+
+
+class SystemdError(ZotsyncError):
+    """A unit file zotsync did not write is in the way, or the folder cannot be written."""
+
+
+def unit_dir() -> Path:
+    """Where systemd looks for the user's own units."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "systemd" / "user"
+
+
+def environment_file() -> Path:
+    return platformdirs.user_config_path("zotsync") / "env"
+
+
+@dataclass(frozen=True, slots=True)
+class Units:
+    service: str
+    timer: str
+
+
+def units(every: Every, argv: list[str]) -> Units:
+    service = fill(
+        template("zotsync.service"),
+        environment_file=quote(str(environment_file())),
+        command=" ".join(quote(arg) for arg in argv),
+    )
+    timer = fill(template("zotsync.timer"), every=f"every {every}", when=f"OnCalendar={every.on_calendar}")
+    return Units(service, timer)
+
+
+def quote(arg: str) -> str:
+    """One word of a unit file: `%` and `$` would be expanded by systemd, and blanks split words."""
+    arg = arg.replace("%", "%%").replace("$", "$$")
+    if re.fullmatch(r"[\w/.:+@=,-]+", arg):
+        return arg
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def ours(path: Path) -> bool:
+    try:
+        return path.read_text(encoding="utf-8").startswith(MARK)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def install(folder: Path, pair: Units) -> list[Path]:
+    paths = [folder / name for name in NAMES]
+    for path in paths:  # check both before writing either
+        if path.exists() and not ours(path):
+            raise SystemdError(f"{path} exists and was not written by zotsync: move it away first")
+    for path, text in zip(paths, (pair.service, pair.timer), strict=True):
+        write_atomically(path, text)
+    return paths
+
+
+def remove(folder: Path) -> list[Path]:
+    """Delete our two files (only if they are ours); the paths deleted."""
+    removed = []
+    for path in (folder / name for name in NAMES):
+        if path.exists() and ours(path):
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+def installed(folder: Path) -> list[Path]:
+    return [folder / name for name in NAMES if ours(folder / name)]
