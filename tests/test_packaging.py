@@ -95,9 +95,11 @@ def test_the_long_description_is_short_and_has_no_links_that_break_off_github(wh
     assert all(re.match(r"https?://", target) for target in targets), targets
 
 
-def test_the_wheel_holds_the_package_and_its_data(wheel: zipfile.ZipFile) -> None:
+def test_the_wheel_holds_the_package_its_data_and_the_demo(wheel: zipfile.ZipFile) -> None:
     names = wheel.namelist()
     assert "zotsync/cli.py" in names and "zotsync/data/venues.yaml" in names
     assert not [n for n in names if n.startswith(("tests/", "bench/", "seeds/", "docs/")) or ".sqlite" in n]
+    for name in ("catalog.yaml", "zotero-library.json"):  # the demo `zotsync init --demo` writes
+        assert wheel.read(f"zotsync/demo/{name}") == (ROOT / "seeds" / name).read_bytes()
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "zotsync = zotsync.cli:main" in wheel.read(entry_points).decode()

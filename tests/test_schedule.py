@@ -359,3 +359,8 @@ def test_systemd_analyze_verifies_the_pair(project, run, home) -> None:
         timeout=60,
     )
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_a_bare_schedule_prints_its_help(run) -> None:
+    result = run("schedule")
+    assert result.code == 0 and "install" in result.out and "github" in result.out

@@ -13,7 +13,7 @@ from . import catalog_edit, digest, fingerprint
 from .catalog import load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
-from .export import RENDERERS, Page, write_atomically
+from .export import RENDERERS, Page, read_regular, write_atomically
 from .model import Catalogue, Item, Library, Placement
 from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
 from .reconcile.venue import load_venue_table
@@ -278,8 +278,8 @@ def record_changes(
     if changes:
         path = changes_path(config)
         try:
-            old = path.read_bytes().decode("utf-8") if path.exists() else ""
-        except (OSError, UnicodeDecodeError) as exc:
+            old = (read_regular(path) or b"").decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise ExportError(f"cannot read {path}: {exc}") from exc
         written.append((path, write_atomically(path, digest.prepend(digest.render(changes, clock()), old))))
     if previous != current:

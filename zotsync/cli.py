@@ -238,6 +238,22 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
         state.say(message)
 
 
+@cli.command("snapshot")
+@click.option("--output", metavar="FILE|-", required=True, help="Where to write the snapshot; - is stdout.")
+@pass_state
+def snapshot_command(state: _State, output: str) -> None:
+    """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
+    `source.type: snapshot` reads back into the same store and exports."""
+    from .commands import snapshot
+    from .export import write_atomically
+
+    text = snapshot.render(state.config)
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    state.say_written(Path(output), write_atomically(Path(output), text))
+
+
 @cli.command("list")
 @click.option("--uncurated", is_flag=True, help="Only items no curated entry claims.")
 @click.option("--collection", metavar="PATH", help="Only items in this collection (Parent / Child) or below.")
@@ -300,10 +316,13 @@ def init_command(
         click.echo(f"  {step}")
 
 
-@cli.group("schedule")
-def schedule_group() -> None:
+@cli.group("schedule", invoke_without_command=True)
+@click.pass_context
+def schedule_group(ctx: click.Context) -> None:
     """Run `zotsync sync` on a schedule: one tagged crontab entry, a systemd user timer, or a GitHub
     Actions workflow (docs/scheduling.md)."""
+    if ctx.invoked_subcommand is None:  # a bare `zotsync schedule`: its help, as a bare `zotsync`
+        click.echo(ctx.get_help())
 
 
 _EVERY = click.option("--every", metavar="30m|1h|6h|1d", help="How often (default 1h).")

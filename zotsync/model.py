@@ -119,7 +119,7 @@ class Item:
             key=key,
             version=_version(obj, data, "item", key),
             item_type=item_type,
-            title=title,
+            title=title or _own_title(data),
             creators=_creators(get("creators", ()), key),
             tags=_tags(get("tags", ()), key),
             collections=_keys(get("collections", ()), key),
@@ -168,6 +168,13 @@ class Item:
     @property
     def is_pdf(self) -> bool:
         return self.item_type == "attachment" and self.get("contentType") == "application/pdf"
+
+
+def _own_title(data: Mapping[str, Any]) -> str:
+    """The field a case, an email or a statute has in place of `title`: what Zotero shows as its title."""
+    return next(
+        (v for f in ("caseName", "subject", "nameOfAct") if isinstance(v := data.get(f), str) and v), ""
+    )
 
 
 _STRUCTURED = frozenset(

@@ -524,7 +524,7 @@ class Store:
     # -- reading --------------------------------------------------------------------------------
     @_store_errors
     def load(self) -> Library:
-        """The whole library, every stored field of every item (for a snapshot of the store)."""
+        """The library with every stored field of every item (`full_library` also keeps what `load` hides)."""
         return self._load("items.fields")
 
     @_store_errors
@@ -591,6 +591,56 @@ class Store:
             )
         )
         return Library(tuple(items), collections, self.library_version, library_type, library_id)
+
+    def full_library(self) -> Library:
+        """Everything the store holds, verbatim, in one consistent read: each item with every field,
+        its tags in order and all its memberships (also those in collections the store no longer has,
+        which `load` hides), so a snapshot written from it fills another store with the same rows."""
+        db = self._db
+        db.execute("BEGIN")  # one read snapshot, even while a pull commits
+        try:
+            tags: dict[str, list[Tag]] = {}
+            for key, tag, kind in db.execute(
+                "SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"
+            ):
+                tags.setdefault(key, []).append(Tag(tag, kind))
+            memberships: dict[str, list[str]] = {}
+            for key, collection in db.execute(
+                "SELECT item_key, collection_key FROM item_collections ORDER BY item_key, position"
+            ):
+                memberships.setdefault(key, []).append(collection)
+            library_type = self.state("library_type") or "user"
+            library_id = self.state("library_id") or ""
+            items = tuple(
+                Item(
+                    key=key,
+                    version=version,
+                    item_type=item_type,
+                    title=title,
+                    creators=tuple(Creator(**c) for c in json.loads(creators)),
+                    tags=tuple(tags.get(key, ())),
+                    collections=tuple(memberships.get(key, ())),
+                    parent_key=parent_key,
+                    deleted=bool(deleted),
+                    library_type=library_type,
+                    library_id=library_id,
+                    fields=json.loads(fields),
+                )
+                for key, version, item_type, parent_key, title, deleted, creators, fields in db.execute(
+                    "SELECT key, version, item_type, parent_key, title, deleted, creators, fields"
+                    " FROM items ORDER BY key"
+                )
+            )
+            collections = tuple(
+                Collection(key, version, name, parent_key)
+                for key, version, name, parent_key in db.execute(
+                    "SELECT key, version, name, parent_key FROM collections ORDER BY key"
+                )
+            )
+            version = self.library_version
+        finally:
+            db.execute("COMMIT")
+        return Library(items, collections, version, library_type, library_id)
 
 
 def _grouped(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:

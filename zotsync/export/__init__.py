@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +15,8 @@ from ..model import Placement
 from .csv import render_csv
 from .labels import Labels, labels_for
 from .markdown import render_markdown
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no FIFOs to guard against
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,14 +36,25 @@ RENDERERS: dict[str, Renderer] = {
 
 def write_atomically(path: Path, text: str) -> bool:
     """Replace `path` in one rename so a killed run never leaves half a file; skip identical content
-    so an unchanged catalogue keeps its file (and its mtime) untouched. Returns whether it wrote."""
+    so an unchanged catalogue keeps its file (and its mtime) untouched. Returns whether it wrote.
+
+    Only a regular file (or nothing) is replaced. A character device or FIFO (`/dev/null`, `/dev/stdout`,
+    a named pipe), even behind a link, is written to directly; anything else is refused, a symbolic link
+    to a file included: zotsync neither replaces a link nor writes through one to a file it may not own."""
     data = text.encode("utf-8")
     try:
-        if path.exists() and path.read_bytes() == data:
+        info = _lstat(path)
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            target = _stat(path) if stat.S_ISLNK(info.st_mode) else info
+            if target is not None and (stat.S_ISCHR(target.st_mode) or stat.S_ISFIFO(target.st_mode)):
+                _write_stream(path, data)
+                return True
+            raise ExportError(_refusal(path, info))
+        if info is not None and read_regular(path) == data:
             return False
         path.parent.mkdir(parents=True, exist_ok=True)
         # mkstemp makes the file private; the result keeps the old file's mode, or gets the usual one.
-        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
+        mode = info.st_mode & 0o7777 if info is not None else 0o666 & ~_umask()
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             # By path, not os.fchmod, which Windows lacks; there it only sets or clears read-only.
@@ -55,6 +70,67 @@ def write_atomically(path: Path, text: str) -> bool:
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return True
+
+
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of a file zotsync writes (CHANGES.md), None when there is none. Never reads through a
+    symbolic link or from anything but a regular file: a link planted in the exports folder would
+    otherwise publish whatever file it points to."""
+    try:
+        info = _lstat(path)
+        if info is None:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            raise ExportError(_refusal(path, info))
+        # O_NOFOLLOW: a link swapped in since the check fails instead of being followed; O_NONBLOCK: a
+        # FIFO swapped in cannot hang the run before fstat tells it apart.
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | _NONBLOCK
+        with open(os.open(path, flags | getattr(os, "O_BINARY", 0)), "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise ExportError(f"cannot read {path}: it is no longer a regular file")
+            return stream.read()
+    except OSError as exc:
+        raise ExportError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _write_stream(path: Path, data: bytes) -> None:
+    """Write to a device or FIFO in place. A FIFO nobody reads fails at once (ENXIO) instead of
+    blocking an unattended run forever."""
+    try:
+        handle = os.open(path, os.O_WRONLY | _NONBLOCK | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise ExportError(f"cannot write {path}: nothing is reading from it") from exc
+        raise
+    with open(handle, "wb") as stream:
+        if _NONBLOCK:  # now that a reader is there, wait for it rather than fail
+            os.set_blocking(handle, True)
+        stream.write(data)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return path.lstat()
+    except FileNotFoundError:
+        return None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:  # a dangling link
+        return None
+
+
+def _refusal(path: Path, info: os.stat_result) -> str:
+    if stat.S_ISLNK(info.st_mode):
+        return (
+            f"{path} is a symbolic link: zotsync neither follows nor replaces links among the files it "
+            "writes (remove the link, or name the file it points to)"
+        )
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    kind = next((name for test, name in kinds if test(info.st_mode)), "not a regular file")
+    return f"cannot write {path}: it is {kind}; zotsync replaces only regular files"
 
 
 def _umask() -> int:

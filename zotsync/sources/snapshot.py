@@ -1,13 +1,16 @@
-"""A library saved as one JSON file in the Web API's own format (the bundled demo is one)."""
+"""A library saved as one JSON file in the Web API's own format (the bundled demo is one): read here as a
+source, and written here from a store (`zotsync snapshot`), so the two stay each other's inverse."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, SourceError
 from ..fingerprint import file_digest
-from ..model import InvalidObject
+from ..model import Collection, Creator, InvalidObject, Item, Library
 from ..store import Changes
 from .base import split_objects
 
@@ -60,3 +63,87 @@ class SnapshotSource:
             library_id=str(library.get("id", "")),
             library_name=str(library.get("name", "")),
         )
+
+
+# -- writing ------------------------------------------------------------------------------------------
+
+
+def dumps(library: Library, library_name: str = "") -> str:
+    """The library as a snapshot file: a JSON array of Web API objects (`key`, `version`, `library`,
+    `data`), collections first, then each top-level item followed by its children (notes, attachments,
+    their annotations), all by key: the same library gives the same bytes."""
+    identity: dict[str, Any] = {"type": library.library_type}
+    if library.library_id:
+        identity["id"] = int(library.library_id) if library.library_id.isdigit() else library.library_id
+    if library_name:
+        identity["name"] = library_name
+    objects = [_api_object(_collection_data(c), identity) for c in library.collections]
+    objects += [_api_object(_item_data(item), identity) for item in _parents_first(library.items)]
+    return json.dumps(objects, ensure_ascii=False, indent=2) + "\n"
+
+
+def _api_object(data: dict[str, Any], library: Mapping[str, Any]) -> dict[str, Any]:
+    return {"key": data["key"], "version": data["version"], "library": dict(library), "data": data}
+
+
+def _collection_data(collection: Collection) -> dict[str, Any]:
+    return {
+        "key": collection.key,
+        "version": collection.version,
+        "name": collection.name,
+        "parentCollection": collection.parent_key or False,
+    }
+
+
+# Item types whose API data has no `creators` at all.
+_WITHOUT_CREATORS = frozenset({"note", "attachment", "annotation"})
+
+
+def _item_data(item: Item) -> dict[str, Any]:
+    data: dict[str, Any] = {"key": item.key, "version": item.version}
+    if item.parent_key:
+        data["parentItem"] = item.parent_key
+    data["itemType"] = item.item_type
+    data.update(item.fields)
+    if item.creators or item.item_type not in _WITHOUT_CREATORS:
+        data["creators"] = [_creator(c) for c in item.creators]
+    data["tags"] = [{"tag": t.name, "type": t.type} if t.type else {"tag": t.name} for t in item.tags]
+    if not item.parent_key or item.collections:  # the API gives child items no `collections`
+        data["collections"] = list(item.collections)
+    if item.deleted:
+        data["deleted"] = 1
+    return data
+
+
+def _creator(creator: Creator) -> dict[str, str]:
+    out = {"creatorType": creator.creator_type}
+    if creator.name:
+        out["name"] = creator.name
+    if creator.first_name or creator.last_name or not creator.name:
+        out.update(firstName=creator.first_name, lastName=creator.last_name)
+    return out
+
+
+def _parents_first(items: tuple[Item, ...]) -> Iterator[Item]:
+    """Each item before its children, siblings by key; children whose parent is missing come last."""
+    keys = {item.key for item in items}
+    children: dict[str | None, list[Item]] = {}
+    for item in sorted(items, key=lambda i: i.key):
+        parent = item.parent_key if item.parent_key in keys else None
+        children.setdefault(parent, []).append(item)
+    roots = [i for i in children.get(None, ()) if not i.parent_key]
+    orphans = [i for i in children.get(None, ()) if i.parent_key]
+    seen: set[str] = set()
+
+    def walk(item: Item) -> Iterator[Item]:
+        if item.key in seen:  # a cycle of parents in a damaged store: each item once
+            return
+        seen.add(item.key)
+        yield item
+        for child in children.get(item.key, ()):
+            yield from walk(child)
+
+    for item in (*roots, *orphans):
+        yield from walk(item)
+    for item in sorted(items, key=lambda i: i.key):  # what a cycle of parents kept from any root
+        yield from walk(item)
