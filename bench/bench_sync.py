@@ -1,31 +1,34 @@
 """Request budget and wall time of the web source against the fake Zotero server (tests/zotero_server.py).
 
-    python bench/bench_sync.py --sizes 1000,20000 [--latency 0.02] [--repeat 3]
+    python bench/bench_sync.py [--only budget,pull] [--sizes 1000,20000] [--latency 0.02] [--repeat 3]
 
-For each size N it builds a synthetic library of N items (three quarters regular items, the rest child
-notes and PDFs, nested collections), serves it on 127.0.0.1, and measures a first sync, a no-change sync
-and syncs after k = 10 and k = 500 changes (edits, additions, trashing, permanent deletions), then a plain
-pyzotero script, `zot.everything(zot.items())`, against the same server. It checks the targets of issue 3
-and exits 1 if one fails:
+Budget rows: for each size N it builds a synthetic library of N items (three quarters regular items, the
+rest child notes and PDFs, nested collections), serves it on 127.0.0.1, and measures a first sync, a
+no-change sync and syncs after k = 10 and k = 500 changes (edits, additions, trashing, permanent
+deletions), then a plain pyzotero script, `zot.everything(zot.items())`, against the same server. It checks
+the targets of issue 3:
 
     unchanged sync = 1 request;  k changes <= ceil(k/50) + 4;  first sync <= ceil(N/100) + ceil(C/100) + 3;
     first-sync wall time <= the naive script's.
 
-The server runs in its own process, as the real API does, and waits --latency seconds before each answer:
-the API is a network away, and a sync's wall time is mostly round trips. The checked comparison uses that
-latency; the same two reads are then repeated with no latency at all and printed for information. There
-the sync is slower than the naive script, because it turns every object into a model object (about 30 µs
-an item) while the naive script only decodes JSON, and on loopback there is no waiting to hide that in.
+Goal rows (issue 11): a first `zotsync -q pull` (the real entry point, in this process: source, store and
+all) of 20k items + 8k children, against the naive script over the same server:
 
-"First sync" is `WebSource.changes(None)`: every page fetched and converted. "First pull" adds writing the
-SQLite store, for information. Wall times are the best of --repeat runs.
+    at 50 ms per request: zotsync's wall time <= 0.30 x the naive script's (4 connections' floor ~ 0.20);
+    at 0 ms: zotsync's client CPU (this process's, all threads) <= 1.5 x the naive script's.
+
+Medians of --repeat runs, the two clients taking turns. The server runs in its own process, as the real
+API does, and waits the given latency before each answer. Exits 1 if a target or goal is missed. The
+helpers (Remote, KEY, naive_everything, zotsync_pull, first_pull_goals) are importable by other benches.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import multiprocessing
+import statistics
 import sys
 import tempfile
 import time
@@ -90,10 +93,10 @@ def change(library: FakeLibrary, k: int, round_: int) -> None:
         library.add_item(f"Added in round {round_} ({n})", "preprint")
 
 
-def serve(conn: Connection, size: int, latency: float) -> None:
+def serve(conn: Connection, size: int, latency: float, children: int | None = None) -> None:
     """The server process: the fake API over a synthetic library, driven by commands on a pipe. Its own
     process, like the real API, so that the client and the server do not share one interpreter lock."""
-    library = FakeLibrary.from_snapshot(synthetic_library(size))
+    library = FakeLibrary.from_snapshot(synthetic_library(size, children=children))
     with ZoteroServer(library, keys={KEY: None}) as server:
         server.latency = latency
         conn.send((server.url, len(library.collections)))
@@ -117,10 +120,13 @@ def serve(conn: Connection, size: int, latency: float) -> None:
 
 
 class Remote:
-    def __init__(self, size: int, latency: float) -> None:
+    """The fake API in its own process over a synthetic library of `size` items (`children` of them child
+    notes and attachments; a quarter when None); call it with a command: "latency", "reset", "requests"…"""
+
+    def __init__(self, size: int, latency: float, children: int | None = None) -> None:
         context = multiprocessing.get_context("spawn")
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=serve, args=(child, size, latency), daemon=True)
+        self.process = context.Process(target=serve, args=(child, size, latency, children), daemon=True)
         self.process.start()
         self.url, self.collections = self.conn.recv()
 
@@ -212,34 +218,151 @@ def bench(size: int, repeat: int, latency: float, folder: Path) -> list[Row]:
     return rows
 
 
+# -- issue 11's two web rows: the first pull against a naive pyzotero script -----------------------------
+@dataclass
+class Goal:
+    """One measured goal: zotsync's figure next to the naive script's, their ratio and the bound."""
+
+    name: str
+    ours: float
+    naive: float
+    unit: str
+    most: float  # the goal: ours / naive <= most
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.naive if self.naive else math.inf
+
+    @property
+    def ok(self) -> bool:
+        return self.ratio <= self.most
+
+    def line(self) -> str:
+        figures = f"{self.ours:7.2f} {self.unit} vs {self.naive:7.2f} {self.unit}"
+        verdict = "yes" if self.ok else "NO"
+        return (
+            f"{self.name:<44} {figures}  {self.ratio:5.2f} x  <= {self.most:.2f} x  {verdict:<3}  {self.note}"
+        )
+
+
+def naive_everything(url: str, key: str = KEY) -> int:
+    """What a user would write first: pyzotero's `everything(zot.items())`, one page after the other."""
+    client = httpx2.Client(trust_env=False, follow_redirects=True, timeout=60)
+    zot = Zotero("1", "user", key, client=client)
+    zot.endpoint = url
+    items = zot.everything(zot.items())
+    client.close()
+    return len(items)
+
+
+def zotsync_pull(url: str, folder: Path, key: str = KEY) -> None:
+    """`zotsync -q pull` through the real entry point, in this process, into a new store."""
+    from zotsync.cli import main as zotsync_main
+
+    folder.mkdir(parents=True)
+    catalogue = Path(__file__).resolve().parent.parent / "seeds" / "catalog.yaml"
+    config = folder / "zotsync.yaml"
+    config.write_text(
+        f"source:\n  type: web\n  library_type: user\n  library_id: '1'\n  api_key: {key}\n"
+        f"  base_url: {url}\ncatalog: {json.dumps(str(catalogue))}\nstore: store.sqlite\n",
+        encoding="utf-8",
+    )
+    code = zotsync_main(["-q", "--config", str(config), "pull"])
+    if code:
+        raise SystemExit(f"zotsync pull failed with exit code {code}")
+
+
+def measured(run: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (CPU: this process's, every thread; the server runs elsewhere)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def first_pull_goals(
+    items: int = 20_000, children: int = 8_000, latency: float = 0.05, repeat: int = 3
+) -> list[Goal]:
+    """Issue 11's rows: a first pull of `items` items (`children` of them child notes and attachments) at
+    `latency` per request, wall time ≤ 0.30 × the naive script's; and at 0 ms, client CPU ≤ 1.5 × the
+    naive script's. Medians of `repeat` runs, the two clients taking turns."""
+    server = Remote(items, latency, children)
+    label = f"{(items - children) // 1000}k items + {children // 1000}k children"
+    goals = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for delay in (latency, 0.0):
+                server("latency", delay)
+                ours, theirs = [], []
+                for n in range(repeat):
+                    folder = Path(tmp) / f"{delay}-{n}"
+                    ours.append(measured(lambda folder=folder: zotsync_pull(server.url, folder)))
+                    theirs.append(measured(lambda: naive_everything(server.url)))
+                wall = [statistics.median(w for w, _ in runs) for runs in (ours, theirs)]
+                cpu = [statistics.median(c for _, c in runs) for runs in (ours, theirs)]
+                if delay:
+                    name = f"first pull, {label}, {delay * 1000:.0f} ms: wall"
+                    goals.append(Goal(name, wall[0], wall[1], "s", 0.30, "4 connections' floor ≈ 0.20"))
+                else:
+                    name = f"first pull, {label}, 0 ms: client CPU"
+                    goals.append(
+                        Goal(name, cpu[0], cpu[1], "s", 1.5, f"wall {wall[0]:.2f} s vs {wall[1]:.2f} s")
+                    )
+    finally:
+        server.stop()
+    return goals
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,20000", help="comma-separated library sizes (items)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the best is shown")
+    parser.add_argument(
+        "--sizes", default="1000", help="comma-separated library sizes (items) for the budget rows"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per timing (best for budgets, median for goals)"
+    )
     parser.add_argument(
         "--latency",
         type=float,
         default=0.02,
-        help="seconds the server waits before each answer, standing for the network round trip and the "
-        "API's own work (default 0.02; real api.zotero.org pages take longer)",
+        help="seconds the server waits before each answer in the budget rows, standing for the network "
+        "round trip and the API's own work (default 0.02; real api.zotero.org pages take longer)",
+    )
+    parser.add_argument("--items", type=int, default=20_000, help="first-pull goals: regular items")
+    parser.add_argument("--children", type=int, default=8_000, help="first-pull goals: child items")
+    parser.add_argument(
+        "--goal-latency", type=float, default=0.05, help="first-pull goals: seconds per request"
+    )
+    parser.add_argument(
+        "--only", default="budget,pull", help="budget (request budgets), pull (first-pull goals)"
     )
     args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    rows: list[Row] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for size in sizes:
-            rows += bench(size, args.repeat, args.latency, Path(tmp))
-    header = f"{'N':>6}  {'phase':<22} {'requests':>8}  {'target':<8} {'wall s':>8}  {'ok':<4} note"
-    print(f"server on 127.0.0.1 in its own process; {args.latency * 1000:.0f} ms latency per request")
-    print(header)
-    print("-" * len(header))
-    for r in rows:
-        verdict = "-" if r.ok is None else "yes" if r.ok else "NO"
-        figures = f"{r.requests:>8}  {r.target:<8} {r.seconds:>8.3f}"
-        print(f"{r.size:>6}  {r.phase:<22} {figures}  {verdict:<4} {r.note}")
-    checked = [r for r in rows if r.ok is not None]
-    failed = [r for r in checked if not r.ok]
-    print(f"\ntargets met: {len(checked) - len(failed)} of {len(checked)}")
+    only = set(args.only.split(","))
+    failed = 0
+    if "budget" in only:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        rows: list[Row] = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in sizes:
+                rows += bench(size, args.repeat, args.latency, Path(tmp))
+        header = f"{'N':>6}  {'phase':<22} {'requests':>8}  {'target':<8} {'wall s':>8}  {'ok':<4} note"
+        print(f"server on 127.0.0.1 in its own process; {args.latency * 1000:.0f} ms latency per request")
+        print(header)
+        print("-" * len(header))
+        for r in rows:
+            verdict = "-" if r.ok is None else "yes" if r.ok else "NO"
+            figures = f"{r.requests:>8}  {r.target:<8} {r.seconds:>8.3f}"
+            print(f"{r.size:>6}  {r.phase:<22} {figures}  {verdict:<4} {r.note}")
+        checked = [r for r in rows if r.ok is not None]
+        failed += sum(not r.ok for r in checked)
+        print(f"\nbudget targets met: {sum(bool(r.ok) for r in checked)} of {len(checked)}\n")
+    if "pull" in only:
+        goals = first_pull_goals(args.items + args.children, args.children, args.goal_latency, args.repeat)
+        print(f"first pull: zotsync -q pull vs naive pyzotero everything(); medians of {args.repeat}")
+        for goal in goals:
+            print(goal.line())
+        failed += sum(not g.ok for g in goals)
+        print(f"\ngoals met: {sum(g.ok for g in goals)} of {len(goals)}")
     return 1 if failed else 0
 
 

@@ -151,3 +151,29 @@ def test_adopt_works_on_an_empty_catalogue(project: Path, run, text: str) -> Non
     assert result.code == 0, result.err
     new = catalog.read_text(encoding="utf-8")
     assert new.startswith(text) and yaml.safe_load(new)["categories"][0]["entries"][0]["zotero_key"] == key
+
+
+def test_the_fake_zotero_server_runs_standalone_for_a_walkthrough(tmp_path: Path) -> None:
+    """`python tests/zotero_server.py --port 0 --key K`: what the README walkthrough was tried against."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "zotero_server.py"), "--port", "0", "--key", ZOTERO_API_KEY],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line.startswith("serving users/9876543 (library version 480) at http://127.0.0.1:"), line
+        url = line.split(" at ", 1)[1].strip()
+        request = urllib.request.Request(
+            f"{url}/users/9876543/items/top?limit=1", headers={"Zotero-API-Key": ZOTERO_API_KEY}
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200 and answer.headers["Last-Modified-Version"] == "480"
+    finally:
+        server.terminate()
+        server.wait(10)

@@ -342,3 +342,16 @@ def test_a_host_that_answered_once_keeps_the_full_retry_window(synced: Web) -> N
     synced.server.inject(None, *[Fault.drop()] * 4)
     result = synced.run("-q", "--config", str(synced.config), "pull")
     assert result.code == 0, result.err
+
+
+# -- issue 11 §6: a listing's JSON is dropped once its page is converted ---------------------------------
+def test_a_converted_page_keeps_its_objects_not_its_json(zotero_api) -> None:
+    from zotsync.model import Item
+    from zotsync.sources.web import _item_page
+
+    server = zotero_api(small_library())
+    with WebSource(config_for(server)) as source:
+        reply = source._get(f"/users/{USER_ID}/items", _item_page(0), convert=Item.from_api)
+    assert reply.body is None  # the decoded JSON is garbage as soon as the page is converted
+    assert reply.count == len(reply.objects) == len(server.library.items)
+    assert {item.key for item in reply.objects} == set(server.library.items)

@@ -417,6 +417,7 @@ class ZoteroServer:
         *libraries: FakeLibrary,
         keys: Mapping[str, Iterable[str] | None] | None = None,
         host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         self.libraries = {lib.prefix: lib for lib in libraries}
         self.keys = {k: (None if v is None else set(v)) for k, v in (keys or {}).items()}
@@ -432,7 +433,7 @@ class ZoteroServer:
         self.local: bool | str = False
         self._hooks: list[tuple[int, Callable[[FakeLibrary], None]]] = []
         self._lock = threading.Lock()
-        self._httpd = _QuietServer((host, 0), _handler_for(self))
+        self._httpd = _QuietServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -898,10 +899,12 @@ def synthetic_library(
     seed: int = 0,
     library_type: str = "user",
     library_id: str = "1",
+    children: int | None = None,
 ) -> list[dict[str, Any]]:
     """A snapshot of `n_items` items in all: three quarters regular items, the rest child notes and PDF
     attachments (so about a third of the regular items have a child), a few in the trash, filed in
-    nested collections (three levels). Deterministic for a seed."""
+    nested collections (three levels); or, with `children`, that many of the items are children.
+    Deterministic for a seed."""
     rng = random.Random(seed)
     library = FakeLibrary(library_type, library_id, "synthetic")
     library._random = random.Random(seed + 1)
@@ -923,7 +926,7 @@ def synthetic_library(
         )
         library.collections[key] = obj
         collection_keys.append(key)
-    n_regular = n_items - n_items // 4
+    n_regular = n_items - (n_items // 4 if children is None else children)
     regular: list[str] = []
     for i in range(n_regular):
         version += 1
@@ -994,3 +997,30 @@ def synthetic_library(
             }
         library.items[key] = library._item_object(data)
     return library.snapshot()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a snapshot as a Zotero Web API on 127.0.0.1 until Ctrl-C, to try the web source by hand:
+
+    python tests/zotero_server.py [SNAPSHOT] [--port 8085] [--key KEY]
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Serve a snapshot as a Zotero Web API on 127.0.0.1.")
+    default = Path(__file__).resolve().parent.parent / "seeds" / "zotero-library.json"
+    parser.add_argument("snapshot", nargs="?", type=Path, default=default, help="a snapshot file (JSON)")
+    parser.add_argument("--port", type=int, default=8085, help="0: any free port")
+    parser.add_argument("--key", help="the API key it accepts; without one the library is public")
+    args = parser.parse_args(argv)
+    library = FakeLibrary.from_snapshot(args.snapshot, public=args.key is None)
+    server = ZoteroServer(library, keys={args.key: None} if args.key else {}, port=args.port)
+    with server:
+        print(f"serving {library.prefix} (library version {library.version}) at {server.url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

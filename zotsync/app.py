@@ -50,14 +50,19 @@ def open_store(config: Config, must_exist: bool = False, readonly: bool = False)
         store.close()
 
 
-def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
+def run_pull(config: Config, full: bool = False, progress: bool = False, force: bool = False) -> PullReport:
+    """`force`: past the safety valve (`sync.max_removal`) for this one pull."""
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
         bulk_phase(),
     ):
-        return pull(source, store, full=full)
+        return pull(source, store, full=full, max_removal=_valve(config, force))
+
+
+def _valve(config: Config, force: bool) -> float | None:
+    return None if force else config.sync.max_removal
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +129,11 @@ def render(config: Config, fmt: str) -> str:
 
 
 def run_sync(
-    config: Config, clock: digest.Clock = digest.utc_now, progress: bool = False, full: bool = False
+    config: Config,
+    clock: digest.Clock = digest.utc_now,
+    progress: bool = False,
+    full: bool = False,
+    force: bool = False,
 ) -> SyncResult:
     """pull, then every configured export and the change digest; the lock covers all of it so two cron
     runs never interleave. When the pull changed nothing and every input of the page is as the last
@@ -141,7 +150,7 @@ def run_sync(
         # The catalogue a sync exported from was valid; any other must parse before any request.
         catalogue = None if last and last.inputs == inputs else load_catalogue(config.catalog)
         with bulk_phase():
-            report = pull(source, store, full=full)
+            report = pull(source, store, full=full, max_removal=_valve(config, force))
         if last is not None and last.still_holds(inputs, store.generation, paths):
             return SyncResult(report, tuple((path, False) for path in paths), source.requests)
         store.remember(EXPORT_RECORD, None)  # a run that stops half-way leaves no claim behind

@@ -148,12 +148,13 @@ def cli(
 
 @cli.command("pull")
 @click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@click.option("--force", is_flag=True, help="Proceed past the safety valve once (sync.max_removal).")
 @pass_state
-def pull_command(state: _State, full: bool) -> None:
+def pull_command(state: _State, full: bool, force: bool) -> None:
     """Bring the local store up to date with the Zotero source."""
     from . import app
 
-    state.say(app.run_pull(state.config, full=full, progress=not state.quiet).summary())
+    state.say(app.run_pull(state.config, full=full, progress=not state.quiet, force=force).summary())
 
 
 @cli.command("export")
@@ -177,15 +178,16 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 
 @cli.command("sync")
 @click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@click.option("--force", is_flag=True, help="Proceed past the safety valve once (sync.max_removal).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: what changed, requests, files.")
 @click.option("--exit-code", is_flag=True, help="Exit 3 when an export changed, 0 when nothing did.")
 @pass_state
-def sync_command(state: _State, full: bool, as_json: bool, exit_code: bool) -> int:
+def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_code: bool) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
     from . import app
 
     started = time.monotonic()
-    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full)
+    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full, force=force)
     if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
         click.echo(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False))
     state.say(result.pull.summary(), log_only=as_json)

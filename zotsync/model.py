@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# Item types that are never entries of their own: they hang below a regular item.
+CHILD_TYPES = ("note", "attachment", "annotation")
+
 Status = Literal["read", "unread"]
 
 # Fields that name where a work appeared, by item type, strongest first. Zotero maps type-specific
@@ -113,7 +116,7 @@ class Item:
         if parent not in (None, False, "") and not isinstance(parent, str):
             raise InvalidObject(f"item {key}: 'parentItem' is not an item key")
         library = obj.get("library") or {}
-        if not isinstance(library, Mapping):
+        if not isinstance(library, dict):
             raise InvalidObject(f"item {key}: 'library' is not an object")
         return cls(
             key=key,
@@ -137,7 +140,7 @@ class Item:
     @property
     def is_regular(self) -> bool:
         """A top-level bibliographic item: what the catalogue is made of."""
-        return self.parent_key is None and self.item_type not in ("note", "attachment", "annotation")
+        return self.parent_key is None and self.item_type not in CHILD_TYPES
 
     @property
     def year(self) -> str:
@@ -205,7 +208,7 @@ def _data_and_key(obj: Mapping[str, Any], kind: str) -> tuple[Mapping[str, Any],
         data = obj  # the bare `data` object, as some snapshot files hold it
     else:
         raise InvalidObject(f"{kind} {_shown(key)}: no 'data' object")
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict):
         raise InvalidObject(f"{kind} {_shown(key)}: 'data' is not an object")
     key = data.get("key", key)
     if not isinstance(key, str) or not key or not key.isalnum():
@@ -224,18 +227,20 @@ def _creators(raw: object, key: str) -> tuple[Creator, ...]:
     if not isinstance(raw, list | tuple):
         raise InvalidObject(f"item {key}: 'creators' is not a list")
     creators = []
-    for creator in raw:
-        if not isinstance(creator, Mapping):
+    for creator in raw:  # JSON objects are dicts: `type(...) is` is much cheaper than an ABC check
+        if type(creator) is not dict:
             raise InvalidObject(f"item {key}: an entry of 'creators' is not an object")
-        values = (creator.get(f, d) for f, d in _CREATOR_FIELDS)
-        creator_type, last, first, name = values
-        if not all(isinstance(v, str) for v in (creator_type, last, first, name)):
+        get = creator.get
+        kind, last, first, name = (
+            get("creatorType", "author"),
+            get("lastName", ""),
+            get("firstName", ""),
+            get("name", ""),
+        )
+        if not (type(kind) is type(last) is type(first) is type(name) is str):
             raise InvalidObject(f"item {key}: a creator's name or type is not a string")
-        creators.append(Creator(creator_type, last, first, name))
+        creators.append(Creator(kind, last, first, name))
     return tuple(creators)
-
-
-_CREATOR_FIELDS = (("creatorType", "author"), ("lastName", ""), ("firstName", ""), ("name", ""))
 
 
 def _tags(raw: object, key: str) -> tuple[Tag, ...]:
@@ -243,7 +248,7 @@ def _tags(raw: object, key: str) -> tuple[Tag, ...]:
         raise InvalidObject(f"item {key}: 'tags' is not a list")
     tags = []
     for tag in raw:
-        name = tag.get("tag") if isinstance(tag, Mapping) else None
+        name = tag.get("tag") if type(tag) is dict else None
         if not isinstance(name, str):
             raise InvalidObject(f"item {key}: a tag has no 'tag' string")
         kind = tag.get("type", 0)

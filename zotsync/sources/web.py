@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import gc
 import json
 import logging
 import math
@@ -169,6 +170,10 @@ class WebSource:
         elif since is not None and sane_version(since) is None:
             log.warning("the store holds library version %s, which is no version: reading everything", since)
             since = None
+        with _gc_paused():
+            return self._changes_since(since)
+
+    def _changes_since(self, since: int | None) -> Changes | None:
         for restart in range(self.MAX_RESTARTS + 1):
             try:
                 return self._full() if since is None else self._incremental(since)
@@ -351,6 +356,8 @@ class WebSource:
         deleted_items: frozenset[str] = frozenset(),
         deleted_collections: frozenset[str] = frozenset(),
     ) -> Changes:
+        # The local API names "My Library" users/0; its objects carry the library's real id.
+        library = next(iter(items), None) if self.local else None
         return Changes(
             library_version=version,
             items=tuple(items),
@@ -358,8 +365,8 @@ class WebSource:
             deleted_items=deleted_items,
             deleted_collections=deleted_collections,
             complete=complete,
-            library_type=self.config.library_type,
-            library_id=self.config.library_id,
+            library_type=library.library_type if library else self.config.library_type,
+            library_id=library.library_id if library else self.config.library_id,
             # The local API's versions stay put on local edits until Zotero syncs: compare content.
             trust_versions=not self.local,
         )
@@ -796,6 +803,21 @@ class _Inflater:
             if self._z.eof:  # a gzip stream may hold several members, one after the other
                 data, self._z = self._z.unused_data, zlib.decompressobj(zlib.MAX_WBITS | 32)
         return b"".join(out)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while pages turn into model objects: those are tens of thousands of
+    long-lived objects and no cycles, and the collector's passes over them cost a third of the pull's CPU.
+    Reference counting still frees every dropped page."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _describe(exc: BaseException) -> str:

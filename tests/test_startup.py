@@ -1,0 +1,30 @@
+"""A fast start: `zotsync --help` and `--version` load neither pandas nor pyzotero (nor its httpx2) nor
+the store; cli.py imports each use case inside its command. The timing is bench/bench_startup.py's job."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("pandas", "pyzotero", "httpx2", "sqlite3", "rapidfuzz", "zotsync.app", "zotsync.store")
+
+
+def loaded_after(code: str) -> set[str]:
+    probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_importing_the_cli_loads_nothing_heavy() -> None:
+    assert not loaded_after("import zotsync.cli") & set(HEAVY)
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_load_nothing_heavy(flag: str) -> None:
+    modules = loaded_after(f"from zotsync.cli import main\nmain([{flag!r}])")
+    assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
+    assert "click" in modules  # the probe did run the command line
