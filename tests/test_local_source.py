@@ -632,7 +632,9 @@ def test_switching_library_rebuilds_the_store_and_status_names_it(
     assert status.startswith(f"library: user 4242 from {database}, version ")
 
     group_config = write_config(tmp_path, data_dir, library_type="group", library_id="4711")
-    assert run("--config", str(group_config), "pull").code == 0
+    # Every item of the user library would leave the page: the safety valve asks for --force.
+    assert "would remove 3 of the 3 Zotero items" in run("--config", str(group_config), "pull").err
+    assert run("--config", str(group_config), "pull", "--force").code == 0
     assert {i.key for i in load(tmp_path).items} == {"GROUPAAA", "GROUPBBB"}  # nothing of the user's left
     status = run("--config", str(group_config), "status")
     assert status.out.splitlines()[0].startswith(f'library: group 4711 "A group" from {database}, version 9,')

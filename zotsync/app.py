@@ -33,13 +33,18 @@ def open_store(config: Config, must_exist: bool = False, readonly: bool = False)
         store.close()
 
 
-def run_pull(config: Config, full: bool = False, progress: bool = False) -> PullReport:
+def run_pull(config: Config, full: bool = False, progress: bool = False, force: bool = False) -> PullReport:
+    """`force`: past the safety valve (`sync.max_removal`) for this one pull."""
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
-        return pull(source, store, full=full)
+        return pull(source, store, full=full, max_removal=_valve(config, force))
+
+
+def _valve(config: Config, force: bool) -> float | None:
+    return None if force else config.sync.max_removal
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,11 @@ def render(config: Config, fmt: str) -> str:
 
 
 def run_sync(
-    config: Config, clock: digest.Clock = digest.utc_now, progress: bool = False, full: bool = False
+    config: Config,
+    clock: digest.Clock = digest.utc_now,
+    progress: bool = False,
+    full: bool = False,
+    force: bool = False,
 ) -> SyncResult:
     """pull, then every configured export and the change digest; the lock covers all of it so two cron
     runs never interleave."""
@@ -116,7 +125,7 @@ def run_sync(
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
-        report = pull(source, store, full=full)
+        report = pull(source, store, full=full, max_removal=_valve(config, force))
         page = merge(config, catalogue, store).page
         written = []
         for fmt in config.exports.formats:

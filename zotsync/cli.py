@@ -21,6 +21,7 @@ import click
 from . import __version__, runlog
 from .errors import ZotsyncError
 from .secrets import RedactFilter, redact, register
+from .text import json_safe, one_line, one_line_each, printable
 
 if TYPE_CHECKING:
     from .config import Config
@@ -68,6 +69,7 @@ class _State:
         return self._config
 
     def say(self, message: str, log_only: bool = False) -> None:
+        message = one_line(message)  # a title with a newline or an ESC must not shape the output
         runlog.events.info(message)  # reaches a --log-file, if there is one, even under -q
         if not (self.quiet or log_only):
             click.echo(message, err=True)
@@ -148,12 +150,13 @@ def cli(
 
 @cli.command("pull")
 @click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@click.option("--force", is_flag=True, help="Proceed past the safety valve once (sync.max_removal).")
 @pass_state
-def pull_command(state: _State, full: bool) -> None:
+def pull_command(state: _State, full: bool, force: bool) -> None:
     """Bring the local store up to date with the Zotero source."""
     from . import app
 
-    state.say(app.run_pull(state.config, full=full, progress=not state.quiet).summary())
+    state.say(app.run_pull(state.config, full=full, progress=not state.quiet, force=force).summary())
 
 
 @cli.command("export")
@@ -177,17 +180,18 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 
 @cli.command("sync")
 @click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
+@click.option("--force", is_flag=True, help="Proceed past the safety valve once (sync.max_removal).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: what changed, requests, files.")
 @click.option("--exit-code", is_flag=True, help="Exit 3 when an export changed, 0 when nothing did.")
 @pass_state
-def sync_command(state: _State, full: bool, as_json: bool, exit_code: bool) -> int:
+def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_code: bool) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
     from . import app
 
     started = time.monotonic()
-    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full)
+    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full, force=force)
     if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
-        click.echo(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False))
+        click.echo(json_safe(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False)))
     state.say(result.pull.summary(), log_only=as_json)
     for path, wrote in result.written:
         state.say_written(path, wrote, log_only=as_json)
@@ -204,9 +208,9 @@ def status_command(state: _State, fmt: str) -> None:
 
     report = app.status(state.config)
     if fmt == "json":
-        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
-    else:
-        click.echo(status.format_text(report))
+        click.echo(json_safe(json.dumps(report, ensure_ascii=False, indent=2)))
+    else:  # one line per row: the data is made one-line (and harmless on a terminal) before formatting
+        click.echo(status.format_text(one_line_each(report)))
 
 
 @cli.command("pin")
@@ -452,8 +456,9 @@ def _see_help(ctx: click.Context | None) -> str:
 
 
 def _fail(message: str, code: int, verbose: bool) -> int:
+    message = one_line(message)  # quoted data (a title with a newline) cannot forge a second error line
     if verbose:
-        click.echo(redact(traceback.format_exc()), err=True, nl=False)
+        click.echo(redact(printable(traceback.format_exc())), err=True, nl=False)
     click.echo(redact(f"zotsync: error: {message}"), err=True)
     runlog.events.error(message)  # the file handler masks secrets too
     return code

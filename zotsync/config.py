@@ -23,6 +23,7 @@ DEFAULT_BASE_URL = "https://api.zotero.org"
 DEFAULT_READ_TAGS = ("status/read", "_read", "✅")
 DEFAULT_DEADLINE = 600.0  # seconds a pull may take before it gives up: an unattended run always ends
 MAX_DEADLINE = 86400.0
+DEFAULT_MAX_REMOVAL = 0.3  # the safety valve: the share of the page a pull may remove unasked
 
 ENV_OVERRIDES = {
     "ZOTERO_API_KEY": "api_key",
@@ -51,7 +52,7 @@ SCHEMA: dict[str, Any] = {
         "inbox_collections": None,
         "inbox_tags": None,
     },
-    "sync": {"deadline": None},
+    "sync": {"deadline": None, "max_removal": None},
 }
 
 
@@ -91,6 +92,7 @@ class ReconcileConfig:
 @dataclass(frozen=True, slots=True)
 class SyncConfig:
     deadline: float = DEFAULT_DEADLINE  # seconds; a pull still running then fails, the store untouched
+    max_removal: float = DEFAULT_MAX_REMOVAL  # a pull removing more of the page is refused (--force)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +313,10 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             inbox_collections=names("inbox_collections"),
             inbox_tags=names("inbox_tags"),
         ),
-        sync=SyncConfig(deadline=_deadline(path, raw.get("sync") or {})),
+        sync=SyncConfig(
+            deadline=_deadline(path, raw.get("sync") or {}),
+            max_removal=_max_removal(path, raw.get("sync") or {}),
+        ),
     )
 
 
@@ -336,5 +341,17 @@ def _deadline(path: Path, section: Mapping[str, Any]) -> float:
         raise ConfigError(
             f"{where(path, section, 'deadline')}: config key 'sync.deadline' must be a number of seconds "
             f"above 0 and at most {MAX_DEADLINE:.0f}"
+        )
+    return float(value)
+
+
+def _max_removal(path: Path, section: Mapping[str, Any]) -> float:
+    value = section.get("max_removal", DEFAULT_MAX_REMOVAL)
+    if value is None:
+        return DEFAULT_MAX_REMOVAL
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigError(
+            f"{where(path, section, 'max_removal')}: config key 'sync.max_removal' must be a share "
+            "from 0 to 1 (0.3 lets a pull remove up to 30% of the page's Zotero items)"
         )
     return float(value)

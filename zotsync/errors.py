@@ -29,3 +29,7 @@ class StoreError(ZotsyncError):
 
 class ExportError(ZotsyncError):
     """An export could not be written."""
+
+
+class TooMuchRemoval(ZotsyncError):
+    """The safety valve: a pull would remove more of the page than `sync.max_removal` allows."""

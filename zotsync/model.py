@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# Item types that are never entries of their own: they hang below a regular item.
+CHILD_TYPES = ("note", "attachment", "annotation")
+
 Status = Literal["read", "unread"]
 
 # Fields that name where a work appeared, by item type, strongest first. Zotero maps type-specific
@@ -137,7 +140,7 @@ class Item:
     @property
     def is_regular(self) -> bool:
         """A top-level bibliographic item: what the catalogue is made of."""
-        return self.parent_key is None and self.item_type not in ("note", "attachment", "annotation")
+        return self.parent_key is None and self.item_type not in CHILD_TYPES
 
     @property
     def year(self) -> str:

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import filelock
 
 from .errors import StoreError
-from .model import Collection, Creator, Item, Library, Tag
+from .model import CHILD_TYPES, Collection, Creator, Item, Library, Tag
 
 _T = TypeVar("_T")
 
@@ -351,6 +351,15 @@ class Store:
     @_store_errors
     def item_versions(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT key, version FROM items"))
+
+    @_store_errors
+    def catalogue_item_keys(self) -> set[str]:
+        """The items the page is made of (`Item.is_regular` and not in the trash)."""
+        marks = ", ".join("?" * len(CHILD_TYPES))
+        query = (
+            f"SELECT key FROM items WHERE parent_key IS NULL AND deleted = 0 AND item_type NOT IN ({marks})"
+        )
+        return {key for (key,) in self._db.execute(query, CHILD_TYPES)}
 
     # -- writing --------------------------------------------------------------------------------
     @_store_errors

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Set
 from dataclasses import dataclass
 
+from .errors import TooMuchRemoval
 from .sources import Source
-from .store import ApplyResult, Store
+from .store import ApplyResult, Changes, Store
+
+log = logging.getLogger("zotsync")
+
+# The safety valve refuses only a removal of at least this many items, so a tiny library can still lose
+# one or two (half of a library of two is not a mass deletion).
+MIN_REFUSED_REMOVAL = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,14 +35,52 @@ class PullReport:
         )
 
 
-def pull(source: Source, store: Store, full: bool = False) -> PullReport:
+def pull(source: Source, store: Store, full: bool = False, max_removal: float | None = None) -> PullReport:
     """Incremental unless `full` (or the store holds another library): the source then lists everything
-    and the store drops whatever it no longer has."""
+    and the store drops whatever it no longer has. With `max_removal` (the share `sync.max_removal`;
+    None is `--force`), a pull that would take more of the page's items away is refused before it
+    touches the store."""
     before = store.library_version
     since = None if full or store.state("source") != source.id else before
     changes = source.changes(since)
     if changes is None:
         store.touch()
         return PullReport(before, before, ApplyResult())
+    if max_removal is not None:
+        check_removal(store, changes, source.id, max_removal)
     result = store.apply(changes, source.id, rewrite=full)
     return PullReport(before, changes.library_version, result)
+
+
+def check_removal(store: Store, changes: Changes, source_id: str, max_removal: float) -> None:
+    """octodns' TooMuchChange: the library emptied, another library behind the same id, a permission
+    change hiding most items — refuse rather than publish an empty page."""
+    on_page = store.catalogue_item_keys()
+    switching = store.state("source") not in (None, source_id)
+    gone = leaving(on_page, changes, switching)
+    if len(gone) >= MIN_REFUSED_REMOVAL and len(gone) > max_removal * len(on_page):
+        raise TooMuchRemoval(
+            f"this pull would remove {len(gone)} of the {len(on_page)} Zotero items on the page "
+            f"({len(gone) / len(on_page):.0%}; sync.max_removal allows {max_removal:.0%}); the store and "
+            "the exports are left as they were. If the library really lost them, run the command again "
+            "with --force"
+        )
+    if gone:
+        log.debug("this pull removes %d of the %d Zotero items on the page", len(gone), len(on_page))
+
+
+def leaving(on_page: Set[str], changes: Changes, switching: bool) -> set[str]:
+    """The keys in `on_page` (regular, top-level, not trashed) that `changes` would take off the page:
+    deleted, trashed or turned into a child item; missing from a complete read; or missing from the
+    library that replaces the store's when the source is another one (`switching`)."""
+    incoming = {item.key: item for item in changes.items}
+    wholesale = changes.complete or switching
+    gone = set()
+    for key in on_page:
+        item = incoming.get(key)
+        if item is not None:
+            if item.deleted or not item.is_regular:
+                gone.add(key)
+        elif wholesale or key in changes.deleted_items:
+            gone.add(key)
+    return gone

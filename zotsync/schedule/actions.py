@@ -43,7 +43,7 @@ def install(state: Any, every: str | None, cron_expression: str | None, systemd_
         cron.write_table(updated)
     state.say(f"{'installed' if updated != table else 'already installed'} in the crontab, {words}:")
     state.say(line)
-    state.say(f"log: {logs / 'zotsync.log'}; anything the run could not log itself: {logs / 'cron.log'}")
+    state.say(f"log: {logs / 'zotsync.log'}; the job's own output (errors only): {logs / 'cron.log'}")
     if key_from_shell:
         state.say(
             "note: cron does not see this shell's ZOTERO_API_KEY: put api_key in the config, or a "
