@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,6 +13,9 @@ from zotsync.export.csv import COLUMNS, render_csv
 from zotsync.export.labels import labels_for
 from zotsync.export.markdown import cell, render_markdown
 from zotsync.model import Link, Placement
+
+# What a data cell drops: controls other than tab and line breaks, and bidi overrides.
+UNSAFE_IN_DATA = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def placement(**fields: object) -> Placement:
@@ -129,7 +133,7 @@ def test_csv_round_trips_any_text(titles: list[str]) -> None:
     rows = [placement(title=t) for t in titles]
     parsed = [r["title"] for r in csv.DictReader(io.StringIO(render_csv(rows), newline=""))]
     guarded = ["'" + t if t.startswith(("=", "+", "-", "@", "\t", "\r")) else t for t in titles]
-    expected = [t.replace("\r\n", "\n").replace("\r", "\n") for t in guarded]
+    expected = [UNSAFE_IN_DATA.sub("", t.replace("\r\n", "\n").replace("\r", "\n")) for t in guarded]
     assert parsed == expected
 
 

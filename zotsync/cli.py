@@ -21,6 +21,7 @@ import click
 from . import __version__, runlog
 from .errors import ZotsyncError
 from .secrets import RedactFilter, redact, register
+from .text import json_safe, one_line, one_line_each, printable
 
 if TYPE_CHECKING:
     from .config import Config
@@ -68,6 +69,7 @@ class _State:
         return self._config
 
     def say(self, message: str, log_only: bool = False) -> None:
+        message = one_line(message)  # a title with a newline or an ESC must not shape the output
         runlog.events.info(message)  # reaches a --log-file, if there is one, even under -q
         if not (self.quiet or log_only):
             click.echo(message, err=True)
@@ -189,7 +191,7 @@ def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_cod
     started = time.monotonic()
     result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full, force=force)
     if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
-        click.echo(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False))
+        click.echo(json_safe(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False)))
     state.say(result.pull.summary(), log_only=as_json)
     for path, wrote in result.written:
         state.say_written(path, wrote, log_only=as_json)
@@ -206,9 +208,9 @@ def status_command(state: _State, fmt: str) -> None:
 
     report = app.status(state.config)
     if fmt == "json":
-        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
-    else:
-        click.echo(status.format_text(report))
+        click.echo(json_safe(json.dumps(report, ensure_ascii=False, indent=2)))
+    else:  # one line per row: the data is made one-line (and harmless on a terminal) before formatting
+        click.echo(status.format_text(one_line_each(report)))
 
 
 @cli.command("pin")
@@ -454,8 +456,9 @@ def _see_help(ctx: click.Context | None) -> str:
 
 
 def _fail(message: str, code: int, verbose: bool) -> int:
+    message = one_line(message)  # quoted data (a title with a newline) cannot forge a second error line
     if verbose:
-        click.echo(redact(traceback.format_exc()), err=True, nl=False)
+        click.echo(redact(printable(traceback.format_exc())), err=True, nl=False)
     click.echo(redact(f"zotsync: error: {message}"), err=True)
     runlog.events.error(message)  # the file handler masks secrets too
     return code

@@ -13,6 +13,8 @@ import logging
 import threading
 from urllib.parse import quote, quote_plus
 
+from .text import one_line
+
 MASK = "***"
 EXCERPT = 80  # characters of a server's body shown in a message at most
 
@@ -62,7 +64,7 @@ class RedactFilter(logging.Filter):
     """Masks secrets in a record's final text; add it to every handler that writes somewhere."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = redact(record.getMessage())
+        message = redact(one_line(record.getMessage()))  # one line, no terminal control in it
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from typing import Any
 
 # C0 and C1 controls, DEL, the bidi embeddings/overrides/isolates, and the Unicode line and paragraph
 # separators (one line must stay one line wherever it is shown).
 UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# What json.dumps leaves raw: it escapes C0 itself, and the layout's own line breaks must stay.
+_JSON_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -27,6 +30,18 @@ def one_line(text: str) -> str:
     """`text` as one printable line: every control, line break and bidi override as a visible escape
     (`\\n`, `\\x1b`, `\\u202e`), so it can neither forge a second line nor drive the terminal."""
     return UNSAFE.sub(_escape, text)
+
+
+def one_line_each(data: Any) -> Any:
+    """`data` (a report of dicts, lists and strings) with every string made `one_line`, so a report
+    formatted line by line keeps one line per row whatever a title holds."""
+    if isinstance(data, str):
+        return one_line(data)
+    if isinstance(data, dict):
+        return {key: one_line_each(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [one_line_each(value) for value in data]
+    return data
 
 
 def printable(text: str) -> str:
@@ -49,11 +64,20 @@ def strip_unsafe(text: str, keep: str = "") -> str:
     return UNSAFE.sub(lambda m: m.group(0) if m.group(0) in keep else "", text)
 
 
+# The same, less tab and the line breaks a multi-line data cell keeps (CR is a line break there too).
+_DATA_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def strip_controls(text: str) -> str:
+    """`text` without controls and bidi overrides, keeping its tabs and line breaks: for data cells."""
+    return _DATA_UNSAFE.sub("", text)
+
+
 def json_safe(text: str) -> str:
-    """JSON text (as `json.dumps(..., ensure_ascii=False)` writes it) with the unsafe characters that
-    JSON leaves raw written as `\\uXXXX` escapes: the same data, harmless on a terminal. Those
-    characters can only occur inside JSON strings, where the escape means exactly the character."""
-    return UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    """JSON text (as `json.dumps(..., ensure_ascii=False)` writes it) with the unsafe characters it
+    leaves raw written as `\\uXXXX` escapes: the same data, harmless on a terminal. Those characters
+    can only occur inside JSON strings, where the escape means exactly the character."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -7,6 +7,7 @@ code (`javascript:`, `data:`, …) is written as text.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Sequence
@@ -23,6 +24,11 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 _TARGET_CODES = {" ": "%20", "(": "%28", ")": "%29", "|": "%7C", "<": "%3C", ">": "%3E", "\\": "%5C"}
 _TARGET_CHARS = re.compile("[" + re.escape("".join(_TARGET_CODES)) + "]")
+# Text without any of these is its own cell or target: what `flatten` changes (whitespace other than
+# single inner spaces, controls, bidi overrides) and what the escapes below change.
+_CHANGED_BY_FLATTEN = "\x00-\x1f\x7f-\xa0\u1680\u2000-\u200a\u2028-\u202f\u205f\u2066-\u2069\u3000"
+_CELL_SPECIAL = re.compile("[" + _CHANGED_BY_FLATTEN + r"&<>|\\]")
+_TARGET_SPECIAL = re.compile("[" + _CHANGED_BY_FLATTEN + r" ()|<>\\&]")
 
 
 def render_markdown(
@@ -72,10 +78,15 @@ def link_labels(links: Sequence[Link], labels: Labels) -> list[tuple[str, Link]]
 def link_markdown(label: str, url: str) -> str:
     """`[label](target)`, or the label and the target as text when the target is not a safe link."""
     target = link_target(url)
-    text = cell(label).replace("[", "\\[").replace("]", "\\]")
+    text = _label_text(label)
     if not safe_target(target):
         return f"{text} ({cell(url)})" if url.strip() else text
     return f"[{text}]({target})"
+
+
+@functools.lru_cache(maxsize=1024)  # a page repeats a handful of labels on every row
+def _label_text(label: str) -> str:
+    return cell(label).replace("[", "\\[").replace("]", "\\]")
 
 
 def safe_target(target: str) -> bool:
@@ -86,6 +97,8 @@ def safe_target(target: str) -> bool:
 def cell(text: str) -> str:
     """Keep a table cell one cell: no line breaks, controls or bidi overrides, no raw HTML, no bare
     pipes."""
+    if not (_CELL_SPECIAL.search(text) or "  " in text or text[:1] == " " or text[-1:] == " "):
+        return text  # most text: nothing to change (a page may have 100k rows)
     text = flatten(text)
     return html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|")
 
@@ -93,5 +106,7 @@ def cell(text: str) -> str:
 def link_target(url: str) -> str:
     """A link target on one line, like cell text, with what would end a Markdown link or break the table
     around it percent-encoded."""
+    if not _TARGET_SPECIAL.search(url):
+        return url
     url = flatten(url)
     return _ENTITY.sub("\\\\&", _TARGET_CHARS.sub(lambda m: _TARGET_CODES[m.group(0)], url))
