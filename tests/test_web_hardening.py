@@ -309,6 +309,33 @@ def test_a_malformed_object_is_one_line_naming_it_and_the_field(
     assert str(failure.value) == f"{snapshot}: {message}"
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        (
+            "deleted",
+            b'{"items": "NFLDAAAA", "collections": []}',
+            "the 'items' of a /deleted response is not a list",
+        ),
+        (
+            "deleted",
+            b'{"items": [], "collections": {"A": 1}}',
+            "the 'collections' of a /deleted response is not",
+        ),
+        ("items", b"[" * 100_000 + b"]" * 100_000, "is nested too deeply to be read"),
+    ],
+    ids=["deleted-items", "deleted-collections", "deep-json"],
+)
+def test_a_malformed_response_is_one_line_naming_the_cause(
+    synced: Web, tmp_path: Path, path: str, body: bytes, message: str
+) -> None:
+    synced.server.bodies[f"/users/{USER_ID}/{path}"] = body
+    line = fails_cleanly(synced, tmp_path)
+    assert message in line and "unexpected" not in line
+    synced.server.bodies.clear()
+    recovers(synced)
+
+
 # -- issue 10 §4: errors that say what to do -------------------------------------------------------------
 def test_403_with_no_key_set_says_so(tmp_path: Path, zotero_api, run) -> None:
     server = zotero_api(small_library())  # a private library

@@ -428,6 +428,7 @@ class ZoteroServer:
         # Hostile and special modes, for the fault tests:
         self.extra_headers: dict[str, str] = {}  # added to (or replacing) the headers of every answer
         self.endless = False  # item listings: always a full page of made-up items, no Total-Results
+        self.bodies: dict[str, bytes] = {}  # path → the body to send instead of the real one
         # The Zotero desktop's local API: /api/users/0/… for the first user library, no key, no /deleted,
         # nothing in /deleted; "off" answers 403 as Zotero does while the setting is unchecked.
         self.local: bool | str = False
@@ -558,6 +559,8 @@ def _handler_for(server: ZoteroServer) -> type[BaseHTTPRequestHandler]:
                 except _HTTPError as exc:
                     answer = _Answer(exc.status, exc.message.encode(), content_type="text/plain")
                 answer.headers.update(server.extra_headers)
+                if parts.path in server.bodies and answer.status == 200:
+                    answer.body = server.bodies[parts.path]
                 if fault and fault.kind == "headers":
                     answer.headers.update(fault.headers)
             server._answered(index, answer.status)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
+import operator
 import os
 import re
 import sqlite3
@@ -22,7 +24,40 @@ from typing import Any, TypeVar
 import filelock
 
 from .errors import StoreError
-from .model import CHILD_TYPES, Collection, Creator, Item, Library, Tag
+from .model import CHILD_TYPES, VENUE_FIELDS, Collection, Creator, Item, Library, Tag
+
+# The data fields the page is made of (`Item.get` callers in model.py and reconcile/): `load_page` reads
+# only these, so abstracts and notes stay on disk. A field added here needs a migration that rebuilds
+# `item_page` (its triggers spell the list out).
+PAGE_FIELDS: tuple[str, ...] = (
+    *VENUE_FIELDS,
+    "date",
+    "DOI",
+    "extra",
+    "url",
+    "archiveID",
+    "ISBN",
+    "conferenceName",
+    "contentType",
+    "linkMode",
+    "dateAdded",
+)
+
+
+def _page_fields_sql(column: str) -> str:
+    pairs = ", ".join(f"'{f}', json_extract({column}, '$.{f}')" for f in PAGE_FIELDS)
+    return f"json_patch('{{}}', json_object({pairs}))"  # json_patch drops the null (absent) ones
+
+
+def _generation_triggers(*tables: str) -> str:
+    bump = "UPDATE sync_state SET value = CAST(value AS INTEGER) + 1 WHERE name = 'content_generation';"
+    return "\n".join(
+        f"CREATE TRIGGER IF NOT EXISTS {table}_{event.lower()}_generation AFTER {event} ON {table}"
+        f" BEGIN {bump} END;"
+        for table in tables
+        for event in ("INSERT", "UPDATE", "DELETE")
+    )
+
 
 _T = TypeVar("_T")
 
@@ -74,6 +109,25 @@ MIGRATIONS: tuple[str, ...] = (
         status TEXT NOT NULL
     );
     """,
+    # 3: what the page reads of each item, kept beside the full fields by triggers (so every writer keeps
+    # it current), and a counter that any change of library content bumps (so a sync can tell that the
+    # store is as its last export saw it). Safe to run twice.
+    f"""
+    CREATE TABLE IF NOT EXISTS item_page (
+        key TEXT PRIMARY KEY REFERENCES items (key) ON DELETE CASCADE,
+        fields TEXT NOT NULL      -- JSON object: the PAGE_FIELDS of items.fields (absent ones are null)
+    );
+    CREATE TRIGGER IF NOT EXISTS item_page_insert AFTER INSERT ON items BEGIN
+        INSERT OR REPLACE INTO item_page VALUES (new.key, {_page_fields_sql("new.fields")});
+    END;
+    CREATE TRIGGER IF NOT EXISTS item_page_update AFTER UPDATE OF key, fields ON items BEGIN
+        DELETE FROM item_page WHERE key = old.key;
+        INSERT OR REPLACE INTO item_page VALUES (new.key, {_page_fields_sql("new.fields")});
+    END;
+    INSERT OR REPLACE INTO item_page SELECT key, {_page_fields_sql("fields")} FROM items;
+    INSERT OR IGNORE INTO sync_state VALUES ('content_generation', '0');
+    {_generation_triggers("items", "collections", "item_tags", "item_collections")}
+    """,
 )
 
 
@@ -83,7 +137,8 @@ APPLICATION_ID = 0x7A6F7473
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Every table a zotsync store may hold: a store written before the mark (application_id 0) is ours
 # only if it has the migrations table and nothing else.
-_OUR_TABLES = frozenset(re.findall(r"CREATE TABLE (\w+)", "".join(MIGRATIONS))) | {"schema_migrations"}
+_OUR_TABLES = frozenset(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", "".join(MIGRATIONS)))
+_OUR_TABLES |= {"schema_migrations"}
 # Tables only Zotero's own zotero.sqlite has together (every schema since Zotero 5).
 _ZOTERO_TABLES = frozenset({"items", "itemData", "itemDataValues", "itemTypes"})
 
@@ -164,7 +219,7 @@ def _run_migration(db: sqlite3.Connection, number: int) -> None:
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
         )
-    for statement in filter(str.strip, MIGRATIONS[number - 1].split(";")):
+    for statement in _statements(MIGRATIONS[number - 1]):
         db.execute(statement)
     db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
 
@@ -348,6 +403,22 @@ class Store:
         value = self.state("library_version")
         return int(value) if value is not None else None
 
+    @property
+    @_store_errors
+    def generation(self) -> int:
+        """Bumped by every change of library content (items, tags, memberships, collections), whoever
+        writes it: equal generations mean the same library."""
+        return int(self.state("content_generation") or 0)
+
+    @_store_errors
+    def remember(self, name: str, value: str | None) -> None:
+        """Keep (or, with None, forget) a piece of sync state that is not library content."""
+        with self._transaction() as db:
+            if value is None:
+                db.execute("DELETE FROM sync_state WHERE name = ?", (name,))
+            else:
+                db.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (name, value))
+
     @_store_errors
     def item_versions(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT key, version FROM items"))
@@ -462,47 +533,73 @@ class Store:
     # -- reading --------------------------------------------------------------------------------
     @_store_errors
     def load(self) -> Library:
+        """The library with every stored field of every item (`full_library` also keeps what `load` hides)."""
+        return self._load("items.fields")
+
+    @_store_errors
+    def load_page(self) -> Library:
+        """The library as the page needs it: each item's `fields` hold only PAGE_FIELDS, so abstracts,
+        notes and the rest are neither decoded nor held in memory."""
+        return self._load("coalesce(item_page.fields, items.fields)")
+
+    def _load(self, fields_column: str) -> Library:
         db = self._db
-        tags: dict[str, list[Tag]] = {}
-        for key, tag, kind in db.execute(
-            "SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"
-        ):
-            tags.setdefault(key, []).append(Tag(tag, kind))
-        memberships: dict[str, list[str]] = {}
-        for key, collection in db.execute(
-            "SELECT item_key, collection_key FROM item_collections"
-            " WHERE collection_key IN (SELECT key FROM collections) ORDER BY item_key, position"
-        ):
-            memberships.setdefault(key, []).append(collection)
         library_type = self.state("library_type") or "user"
         library_id = self.state("library_id") or ""
-        items = tuple(
-            Item(
-                key=key,
-                version=version,
-                item_type=item_type,
-                title=title,
-                creators=tuple(Creator(**c) for c in json.loads(creators)),
-                tags=tuple(tags.get(key, ())),
-                collections=tuple(memberships.get(key, ())),
-                parent_key=parent_key,
-                deleted=bool(deleted),
-                library_type=library_type,
-                library_id=library_id,
-                fields=json.loads(fields),
-            )
-            for key, version, item_type, parent_key, title, deleted, creators, fields in db.execute(
-                "SELECT key, version, item_type, parent_key, title, deleted, creators, fields FROM items"
-                " ORDER BY key"
+        # Tags and memberships come in key order like the items, so each item takes its own from the
+        # front of two streams: nothing is collected per key first.
+        tags = _grouped(db.execute("SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"))
+        memberships = _grouped(
+            db.execute(
+                "SELECT item_key, collection_key FROM item_collections"
+                " WHERE collection_key IN (SELECT key FROM collections) ORDER BY item_key, position"
             )
         )
+        no_tags: tuple[Tag, ...] = ()
+        no_collections: tuple[str, ...] = ()
+        next_tags = next(tags, None)
+        next_memberships = next(memberships, None)
+        items = []
+        rows = db.execute(
+            "SELECT key, version, item_type, parent_key, title, deleted, creators,"
+            f" {fields_column} FROM items LEFT JOIN item_page USING (key) ORDER BY key"
+        )
+        for key, version, item_type, parent_key, title, deleted, creators, fields in rows:
+            item_tags, item_collections = no_tags, no_collections
+            while next_tags is not None and next_tags[0] < key:  # an orphan row (a broken store): skip it
+                next_tags = next(tags, None)
+            if next_tags is not None and next_tags[0] == key:
+                item_tags = tuple(Tag(tag, kind) for tag, kind in next_tags[1])
+                next_tags = next(tags, None)
+            while next_memberships is not None and next_memberships[0] < key:
+                next_memberships = next(memberships, None)
+            if next_memberships is not None and next_memberships[0] == key:
+                item_collections = tuple(c for (c,) in next_memberships[1])
+                next_memberships = next(memberships, None)
+            people = tuple(Creator(**c) for c in json.loads(creators)) if creators != "[]" else ()
+            items.append(
+                Item(
+                    key=key,
+                    version=version,
+                    item_type=item_type,
+                    title=title,
+                    creators=people,
+                    tags=item_tags,
+                    collections=item_collections,
+                    parent_key=parent_key,
+                    deleted=bool(deleted),
+                    library_type=library_type,
+                    library_id=library_id,
+                    fields=json.loads(fields),
+                )
+            )
         collections = tuple(
             Collection(key, version, name, parent_key)
             for key, version, name, parent_key in db.execute(
                 "SELECT key, version, name, parent_key FROM collections ORDER BY key"
             )
         )
-        return Library(items, collections, self.library_version, library_type, library_id)
+        return Library(tuple(items), collections, self.library_version, library_type, library_id)
 
     def full_library(self) -> Library:
         """Everything the store holds, verbatim, in one consistent read: each item with every field,
@@ -553,6 +650,12 @@ class Store:
         finally:
             db.execute("COMMIT")
         return Library(items, collections, version, library_type, library_id)
+
+
+def _grouped(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+    """(key, rest of each row) groups of rows sorted by their first column."""
+    for key, group in itertools.groupby(rows, key=operator.itemgetter(0)):
+        yield key, [row[1:] for row in group]
 
 
 _ItemRow = tuple[tuple[Any, ...], tuple[tuple[str, int], ...], tuple[str, ...]]
@@ -611,6 +714,17 @@ def with_descendants(roots: Iterable[str], parents: Mapping[str, str | None]) ->
         found.update(below)
         frontier = below
     return found
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The SQL statements of a migration, one by one (a trigger's body holds `;` of its own)."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""
 
 
 def _now() -> str:

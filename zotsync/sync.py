@@ -39,9 +39,18 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     """Incremental unless `full` (or the store holds another library): the source then lists everything
     and the store drops whatever it no longer has. With `max_removal` (the share `sync.max_removal`;
     None is `--force`), a pull that would take more of the page's items away is refused before it
-    touches the store."""
+    touches the store.
+
+    A source that can fingerprint its whole library cheaply (a snapshot file's hash) is not read at all
+    when the fingerprint is the one the store last took in from it."""
     before = store.library_version
-    since = None if full or store.state("source") != source.id else before
+    incremental = not full and store.state("source") == source.id
+    since = before if incremental else None
+    fingerprint = getattr(source, "fingerprint", None)
+    taken = fingerprint() if fingerprint is not None else None
+    if taken is not None and incremental and before is not None and store.state(FINGERPRINT) == taken:
+        store.touch()
+        return PullReport(before, before, ApplyResult())
     changes = source.changes(since)
     if changes is None:
         store.touch()
@@ -49,7 +58,12 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     if max_removal is not None:
         check_removal(store, changes, source.id, max_removal)
     result = store.apply(changes, source.id, rewrite=full)
+    # After the data: a run killed in between only reads the source once more next time.
+    store.remember(FINGERPRINT, taken)
     return PullReport(before, changes.library_version, result)
+
+
+FINGERPRINT = "source_fingerprint"  # sync state: the fingerprint of what the store last took in
 
 
 def check_removal(store: Store, changes: Changes, source_id: str, max_removal: float) -> None:

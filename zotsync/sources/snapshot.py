@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SourceError
+from ..fingerprint import file_digest
 from ..model import Collection, Creator, InvalidObject, Item, Library
 from ..store import Changes
 from .base import split_objects
@@ -23,6 +24,11 @@ class SnapshotSource:
     @property
     def id(self) -> str:
         return f"snapshot:{self.path}"
+
+    def fingerprint(self) -> str | None:
+        """The file's SHA-256, taken before any parsing: the same bytes are the same library. None when
+        unreadable (`changes` then reports why)."""
+        return file_digest(self.path)
 
     def changes(self, since: int | None) -> Changes | None:
         try:

@@ -296,24 +296,22 @@ class WebSource:
             _check(version, reply)
         items = _objects(item_replies, version, keys=item_versions)
         collections = _objects(collection_replies, version, keys=collection_versions)
-        deleted = deleted_reply.body
-        if not isinstance(deleted, dict):
-            raise SourceError("Zotero API: a /deleted response is not a JSON object")
+        deleted_items, deleted_collections = _deleted(deleted_reply.body)
         log.debug(
             "since %d: %d items, %d collections changed; %d items, %d collections deleted; now version %d",
             since,
             len(items),
             len(collections),
-            len(deleted.get("items", ())),
-            len(deleted.get("collections", ())),
+            len(deleted_items),
+            len(deleted_collections),
             version,
         )
         return self._changes(
             version,
             items,
             collections,
-            deleted_items=frozenset(map(str, deleted.get("items", ()))),
-            deleted_collections=frozenset(map(str, deleted.get("collections", ()))),
+            deleted_items=deleted_items,
+            deleted_collections=deleted_collections,
         )
 
     def _fetch_calls(
@@ -573,6 +571,10 @@ class WebSource:
         content = self._read(response, path, ends)
         try:
             body = json.loads(content)
+        except RecursionError:  # nesting deeper than any API object: not worth a retry
+            raise SourceError(
+                f"Zotero API: the response to GET {path} is nested too deeply to be read"
+            ) from None
         except ValueError:
             raise _Transient("a malformed JSON body") from None
         return _Reply(status, version, total, body)
@@ -703,6 +705,19 @@ def _versions(body: Any, most: int) -> dict[str, int]:
             "Zotero API: a format=versions response holds a version that is not an integer from 0 to 2^53"
         )
     return versions  # type: ignore[return-value]
+
+
+def _deleted(body: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """The keys of a /deleted response: lists of object keys, or the pull fails naming the field."""
+    if not isinstance(body, dict):
+        raise SourceError("Zotero API: a /deleted response is not a JSON object")
+    keys = []
+    for kind in ("items", "collections"):
+        value = body.get(kind, [])
+        if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+            raise SourceError(f"Zotero API: the '{kind}' of a /deleted response is not a list of keys")
+        keys.append(frozenset(value))
+    return keys[0], keys[1]
 
 
 def _objects(

@@ -1,0 +1,473 @@
+"""zotsync at scale: every row of the scale table (issue 11) in one run, wall time and peak memory of the
+real `zotsync` command, with the goal beside each figure.
+
+    python bench/bench_scale.py [--quick] [--repeat 3] [--only export,sync,web,status,pull,pin,version]
+
+It builds a synthetic library (100,000 items: three quarters regular items, half of them with an
+~800-character abstract, the rest child notes and PDFs; nested collections) as a snapshot file, a
+5,000-entry catalogue (exact titles, DOIs, edited titles and papers not in the library, in 50 categories),
+and runs the console script in a subprocess for each measure. Wall times are medians of --repeat runs;
+peak RSS is the child's own (`os.wait4`, Unix only; "n/a" elsewhere). The web rows serve a 28,000-item
+library (about 20k items + 8k children) from bench/bench_sync.py's fake Zotero server process, once with
+50 ms per request and once with none, and compare `zotsync pull` with a naive pyzotero `everything()`
+script run the same way (its own process). `pin` runs against a 20,000-item store with catalogues of
+1k / 2.5k / 5k / 10k entries and must grow linearly. `--quick` shrinks every size for a fast try.
+
+The machine may be shared: figures are noisy, so check the load average printed first. Exits 1 when a
+goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from bench_reconcile import make_title, vocabulary  # noqa: E402  (titles with a realistic spread of words)
+from bench_sync import KEY, Remote  # noqa: E402  (the fake-server process the web rows share)
+from zotero_server import synthetic_library  # noqa: E402
+
+ABSTRACT_WORDS = (
+    "tensor",
+    "kernel",
+    "fusion",
+    "graph",
+    "compiler",
+    "tile",
+    "warp",
+    "memory",
+    "schedule",
+    "sparse",
+)
+MB = 1024 * 1024
+
+
+@dataclass
+class Sizes:
+    items: int = 100_000
+    entries: int = 5_000
+    web_items: int = 28_000
+    pin_items: int = 20_000
+    pin_entries: tuple[int, ...] = (1_000, 2_500, 5_000, 10_000)
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        return cls(
+            items=10_000, entries=1_000, web_items=4_000, pin_items=4_000, pin_entries=(250, 500, 1_000)
+        )
+
+
+@dataclass
+class Run:
+    seconds: float
+    rss: int | None  # bytes; None where the platform cannot tell
+    cpu: float  # user + system seconds of the child
+    code: int
+    stderr: str = ""
+
+
+@dataclass
+class Row:
+    measure: str
+    figure: str
+    goal: str
+    ok: bool | None  # None: for information
+    notes: list[str] = field(default_factory=list)
+
+
+# -- running the real command -------------------------------------------------------------------------
+
+
+def zotsync_command() -> list[str]:
+    script = Path(sys.executable).with_name("zotsync")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "zotsync"]
+
+
+def run_child(argv: Sequence[str], env: dict[str, str] | None = None, timeout: float = 600) -> Run:
+    """One child process, timed; its own peak RSS and CPU via wait4 where the OS offers it."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or child_env(), text=True
+    )
+    if hasattr(os, "wait4"):
+        # stderr is small (errors only, -q); read it after the child ends
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                process.kill()
+                pid, status, usage = os.wait4(process.pid, 0)
+                break
+            time.sleep(0.002)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stderr = process.stderr.read() if process.stderr else ""
+        factor = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+        return Run(
+            seconds, usage.ru_maxrss * factor, usage.ru_utime + usage.ru_stime, process.returncode, stderr
+        )
+    _, stderr = process.communicate(timeout=timeout)
+    return Run(time.perf_counter() - started, None, 0.0, process.returncode, stderr)
+
+
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZOTERO_", "ZOTSYNC_"))}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return env
+
+
+def zotsync(config: Path, *args: str, timeout: float = 600) -> Run:
+    run = run_child([*zotsync_command(), "--config", str(config), *args], timeout=timeout)
+    if run.code != 0:
+        raise SystemExit(f"zotsync {' '.join(args)} failed ({run.code}): {run.stderr.strip()[-500:]}")
+    return run
+
+
+def median_runs(repeat: int, once: Any) -> tuple[float, int | None, float]:
+    runs = [once() for _ in range(repeat)]
+    rss = [r.rss for r in runs if r.rss is not None]
+    return (
+        statistics.median(r.seconds for r in runs),
+        max(rss) if rss else None,
+        statistics.median(r.cpu for r in runs),
+    )
+
+
+# -- the data -----------------------------------------------------------------------------------------
+
+
+def build_library(n_items: int, seed: int = 11) -> list[dict[str, Any]]:
+    """synthetic_library, retitled from a 6,000-word vocabulary (its own 22 words make every title look
+    alike, which no real library does), with an ~800-character abstract on every other regular item."""
+    rng = random.Random(seed)
+    objects = synthetic_library(n_items, seed=seed)
+    regular = [o for o in objects if "parentItem" not in o["data"] and "name" not in o["data"]]
+    words, seen = vocabulary(rng), set()
+    for obj in regular:
+        while (title := make_title(rng, words)).casefold() in seen:
+            pass
+        seen.add(title.casefold())
+        obj["data"]["title"] = title
+    for obj in regular[::2]:
+        words = []
+        while sum(map(len, words)) + len(words) < 800:
+            words.append(rng.choice(ABSTRACT_WORDS))
+        obj["data"]["abstractNote"] = " ".join(words)
+    return objects
+
+
+def build_catalogue(objects: list[dict[str, Any]], n_entries: int, seed: int = 5) -> str:
+    """A catalogue as a curator keeps it: 40% exact titles, 20% DOIs under a working title, 10% titles
+    with a word dropped, 30% papers not in the library; 50 categories; some statuses, notes and links."""
+    rng = random.Random(seed)
+    regular = [
+        o["data"]
+        for o in objects
+        if o["data"].get("itemType") not in ("note", "attachment", None)
+        and "parentItem" not in o["data"]
+        and "name" not in o["data"]
+        and not o["data"].get("deleted")
+    ]
+    picks = rng.sample(regular, min(len(regular), n_entries))
+    n_categories = 50
+    lines = ['title: "Scale benchmark reading list"', "categories:"]
+    for c in range(n_categories):
+        lines += [f'  - name: "Topic {c}"', "    entries:"]
+        for i in range(c, n_entries, n_categories):
+            data, kind = picks[i % len(picks)], i % 10
+            if kind < 4:
+                entry = {"title": data["title"]}
+            elif kind < 6 and data.get("DOI"):
+                entry = {"title": f"Working title {i}", "doi": data["DOI"].upper()}
+            elif kind < 7:
+                words = data["title"].split(" ")
+                del words[1]
+                entry = {"title": " ".join(words)}
+            else:
+                entry = {"title": f"A paper not in the library, number {i}"}
+            if i % 3 == 0:
+                entry["status"] = "read"
+            if i % 4 == 0:
+                entry["why"] = f"Why entry {i} matters: it measures something."
+            if i % 7 == 0:
+                entry["links"] = {"Note": f"https://notes.example.org/{i}"}
+            first = True
+            for key, value in entry.items():
+                dash = "      - " if first else "        "
+                first = False
+                if isinstance(value, dict):
+                    inner = ", ".join(f"{k}: {json.dumps(v)}" for k, v in value.items())
+                    lines.append(f"{dash}{key}: {{{inner}}}")
+                else:
+                    lines.append(f"{dash}{key}: {json.dumps(value, ensure_ascii=False)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_config(folder: Path, source: str) -> Path:
+    config = folder / "zotsync.yaml"
+    config.write_text(
+        f"{source}\ncatalog: catalog.yaml\nstore: store/zotsync.sqlite\n"
+        "exports:\n  dir: exports\n  formats: [md, csv]\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+def snapshot_setup(folder: Path, objects: list[dict[str, Any]], catalogue: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "library.json").write_text(json.dumps(objects, ensure_ascii=False), encoding="utf-8")
+    (folder / "catalog.yaml").write_text(catalogue, encoding="utf-8")
+    return write_config(folder, "source:\n  type: snapshot\n  path: library.json")
+
+
+def web_setup(folder: Path, url: str, catalogue: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "catalog.yaml").write_text(catalogue, encoding="utf-8")
+    source = (
+        f"source:\n  type: web\n  library_type: user\n  library_id: '1'\n  api_key: {KEY}\n  base_url: {url}"
+    )
+    return write_config(folder, source)
+
+
+# -- the rows -----------------------------------------------------------------------------------------
+
+
+def fmt_rss(rss: int | None) -> str:
+    return "n/a" if rss is None else f"{rss / MB:.0f} MB"
+
+
+def timed_row(measure: str, seconds: float, goal: float, rss: int | None = None, rss_goal: int = 0) -> Row:
+    ok = seconds <= goal and (rss is None or not rss_goal or rss <= rss_goal * MB)
+    figure = f"{seconds:.2f} s" + (f", {fmt_rss(rss)}" if rss_goal else "")
+    goals = f"<= {goal:g} s" + (f", <= {rss_goal} MB" if rss_goal else "")
+    return Row(measure, figure, goals, ok)
+
+
+def snapshot_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Row]:
+    rows: list[Row] = []
+    started = time.perf_counter()
+    objects = build_library(sizes.items)
+    n_children = sum("parentItem" in o["data"] for o in objects)
+    config = snapshot_setup(folder, objects, build_catalogue(objects, sizes.entries))
+    del objects
+    first = zotsync(config, "-q", "sync")
+    label = f"{sizes.items // 1000}k"
+    print(
+        f"  built {sizes.items:,} items ({n_children:,} children) and {sizes.entries:,} entries "
+        f"in {time.perf_counter() - started:.0f} s; first sync {first.seconds:.1f} s, {fmt_rss(first.rss)}",
+        flush=True,
+    )
+    if "export" in only:
+        for fmt in ("csv", "md"):
+            out = folder / f"out.{fmt}"
+            seconds, rss, _ = median_runs(
+                repeat,
+                lambda fmt=fmt, out=out: zotsync(
+                    config, "-q", "export", "--format", fmt, "--output", str(out)
+                ),
+            )
+            rows.append(timed_row(f"export --format {fmt} at {label}", seconds, 3, rss, 400))
+    if "sync" in only:
+        seconds, rss, _ = median_runs(repeat, lambda: zotsync(config, "-q", "sync"))
+        row = timed_row(f"no-change sync at {label} (snapshot)", seconds, 1)
+        row.notes.append(f"peak {fmt_rss(rss)}")
+        rows.append(row)
+    if "status" in only:
+        seconds, rss, _ = median_runs(repeat, lambda: zotsync(config, "status"))
+        row = timed_row(f"status at {label}", seconds, 3)
+        row.notes.append(f"peak {fmt_rss(rss)}")
+        rows.append(row)
+    return rows
+
+
+NAIVE = """
+import sys, httpx2
+from pyzotero import Zotero
+client = httpx2.Client(trust_env=False, follow_redirects=True, timeout=60)
+zot = Zotero("1", "user", sys.argv[2], client=client)
+zot.endpoint = sys.argv[1]
+items = zot.everything(zot.items())
+print(len(items))
+"""
+
+
+def web_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Row]:
+    rows: list[Row] = []
+    catalogue = build_catalogue(synthetic_library(sizes.web_items), sizes.entries)
+    server = Remote(sizes.web_items, 0.05)
+    try:
+        label = f"{sizes.web_items // 1000}k"
+        if "pull" in only:
+            for latency in (0.05, 0.0):
+                server("latency", latency)
+
+                def first_pull(n: list[int] = [0], latency: float = latency) -> Run:  # noqa: B006
+                    n[0] += 1
+                    config = web_setup(folder / f"pull-{latency}-{n[0]}", server.url, catalogue)
+                    return zotsync(config, "-q", "pull")
+
+                def naive() -> Run:
+                    run = run_child([sys.executable, "-c", NAIVE, server.url, KEY])
+                    if run.code:
+                        raise SystemExit(f"the naive script failed: {run.stderr[-500:]}")
+                    return run
+
+                server("reset")
+                ours, ours_rss, ours_cpu = median_runs(repeat, first_pull)
+                requests = server("requests") // repeat
+                server("reset")
+                theirs, _, theirs_cpu = median_runs(repeat, naive)
+                naive_requests = server("requests") // repeat
+                if latency:
+                    ratio = ours / theirs
+                    row = Row(
+                        f"first web pull {label} at 50 ms/request",
+                        f"{ratio:.2f} x ({ours:.2f} s vs {theirs:.2f} s)",
+                        "<= 0.30 x",
+                        ratio <= 0.30,
+                    )
+                else:
+                    ratio = ours_cpu / theirs_cpu if theirs_cpu else float("inf")
+                    row = Row(
+                        f"first web pull {label} at 0 ms: client CPU",
+                        f"{ratio:.2f} x ({ours_cpu:.2f} s vs {theirs_cpu:.2f} s CPU)",
+                        "<= 1.5 x",
+                        ratio <= 1.5,
+                    )
+                row.notes.append(f"{requests} vs {naive_requests} requests; peak {fmt_rss(ours_rss)}")
+                rows.append(row)
+        if "web" in only:
+            server("latency", 0.0)
+            config = web_setup(folder / "web-sync", server.url, catalogue)
+            zotsync(config, "-q", "sync")
+            server("reset")
+            seconds, rss, _ = median_runs(repeat, lambda: zotsync(config, "-q", "sync"))
+            requests = server("requests") / repeat
+            row = timed_row(f"no-change sync at {label} (web)", seconds, 0.5)
+            row.ok = row.ok and requests == 1
+            row.figure += f", {requests:g} request(s)"
+            row.goal += ", 1 request (a 304)"
+            row.notes.append(f"peak {fmt_rss(rss)}")
+            rows.append(row)
+    finally:
+        server.stop()
+    return rows
+
+
+def pin_rows(sizes: Sizes, repeat: int, folder: Path) -> list[Row]:
+    objects = build_library(sizes.pin_items)
+    base = folder / "pin"
+    figures: list[tuple[int, float]] = []
+    for n in sizes.pin_entries:
+        catalogue = build_catalogue(objects, n)
+        config = snapshot_setup(base / str(n), objects, catalogue)
+        zotsync(config, "-q", "pull")
+        # an entry that matches nothing, pinned to a regular item no entry claims
+        target = f"A paper not in the library, number {7 if n > 7 else 0}"
+        claimed = set(catalogue.split('"'))
+        key = next(
+            o["data"]["key"]
+            for o in reversed(objects)
+            if "parentItem" not in o["data"]
+            and o["data"].get("itemType") in ("conferencePaper", "journalArticle", "preprint", "book")
+            and not o["data"].get("deleted")
+            and o["data"]["title"] not in claimed
+            and o["data"].get("DOI", "").upper() not in claimed
+        )
+        path = config.parent / "catalog.yaml"
+
+        def once(
+            path: Path = path,
+            config: Path = config,
+            catalogue: str = catalogue,
+            key: str = key,
+            target: str = target,
+        ) -> Run:
+            path.write_text(catalogue, encoding="utf-8")
+            return zotsync(config, "-q", "pin", target, key, timeout=300)
+
+        seconds, _, _ = median_runs(repeat if n <= 5_000 else max(1, repeat), once)
+        figures.append((n, seconds))
+        print(f"  pin with {n:,} entries: {seconds:.2f} s", flush=True)
+    (small_n, small_s), (big_n, big_s) = figures[0], figures[-1]
+    # linear: growing the catalogue k-fold may cost at most k-fold (plus the fixed cost of a run)
+    growth = big_s / small_s if small_s else float("inf")
+    linear = growth <= big_n / small_n
+    series = " / ".join(f"{s:.2f}" for _, s in figures)
+    labels = " / ".join(f"{n / 1000:g}k" for n, _ in figures)
+    row = timed_row(f"pin, {big_n:,}-entry catalogue ({sizes.pin_items // 1000}k items)", big_s, 2)
+    row.ok = row.ok and linear
+    row.figure += f"; {series} s at {labels}"
+    row.goal += f", linear (x{growth:.1f} for x{big_n / small_n:g} entries)"
+    return [row]
+
+
+def version_row(repeat: int) -> Row:
+    seconds, _, _ = median_runs(max(repeat, 5), lambda: run_child([*zotsync_command(), "--version"]))
+    return timed_row("zotsync --version", seconds, 0.15)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a fast try")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is shown")
+    parser.add_argument(
+        "--only", default="export,sync,web,status,pull,pin,version", help="comma-separated rows to run"
+    )
+    parser.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder)")
+    args = parser.parse_args(argv)
+    sizes = Sizes.quick() if args.quick else Sizes()
+    only = set(args.only.split(","))
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    print(
+        f"zotsync at scale: {' '.join(zotsync_command())}; {os.cpu_count()} CPUs"
+        + (f", load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
+        + f"; medians of {args.repeat}",
+        flush=True,
+    )
+    folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zotsync-scale-"))
+    rows: list[Row] = []
+    try:
+        if only & {"export", "sync", "status"}:
+            rows += snapshot_rows(sizes, args.repeat, folder / "snapshot", only)
+        if only & {"web", "pull"}:
+            rows += web_rows(sizes, args.repeat, folder / "web", only)
+        if "pin" in only:
+            rows += pin_rows(sizes, args.repeat, folder)
+        if "version" in only:
+            rows.append(version_row(args.repeat))
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    width = max(len(r.measure) for r in rows)
+    fig_width = max(len(r.figure) for r in rows)
+    header = f"{'measure':<{width}}  {'figure':<{fig_width}}  {'ok':<3}  goal"
+    print("\n" + header + "\n" + "-" * len(header))
+    for r in rows:
+        verdict = "-" if r.ok is None else "yes" if r.ok else "NO"
+        notes = f"   ({'; '.join(r.notes)})" if r.notes else ""
+        print(f"{r.measure:<{width}}  {r.figure:<{fig_width}}  {verdict:<3}  {r.goal}{notes}")
+    missed = [r for r in rows if r.ok is False]
+    print(f"\ngoals met: {len(rows) - len(missed)} of {len(rows)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

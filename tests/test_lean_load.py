@@ -1,0 +1,120 @@
+"""`Store.load_page` reads only the page's fields, and the page it gives is the page a full load gives."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import SEEDS
+from factories import api_item, api_pdf, write_json
+from zotero_server import synthetic_library
+
+from zotsync import store as store_module
+from zotsync.catalog import load_catalogue
+from zotsync.export import RENDERERS, Page
+from zotsync.reconcile import Options, reconcile
+from zotsync.reconcile.venue import load_venue_table
+from zotsync.sources import SnapshotSource
+from zotsync.store import PAGE_FIELDS, Store
+from zotsync.sync import pull
+
+
+def pages(store: Store, catalogue_path: Path) -> tuple[list[str], list[str]]:
+    catalogue = load_catalogue(catalogue_path)
+    options = Options(read_tags=("read",), archive_link="a/{key}", venues=load_venue_table())
+    rendered = []
+    for library in (store.load(), store.load_page()):
+        page = Page(catalogue.title, catalogue.description, reconcile(catalogue, library, options).placements)
+        rendered.append([RENDERERS[fmt](page) for fmt in ("md", "csv")])
+    return rendered[0], rendered[1]
+
+
+def test_the_lean_page_is_the_full_page_for_the_demo(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.sqlite") as store:
+        pull(SnapshotSource(SEEDS / "zotero-library.json"), store)
+        full, lean = pages(store, SEEDS / "catalog.yaml")
+    assert lean == full
+
+
+def test_the_lean_page_is_the_full_page_for_a_large_synthetic_library(tmp_path: Path) -> None:
+    objects = synthetic_library(3000, seed=4)
+    regular = [o["data"] for o in objects if "parentItem" not in o["data"] and "name" not in o["data"]]
+    for n, data in enumerate(regular[:300]):  # exercise every page field the synthetic data lacks
+        data["extra"] = f"Read_Status: {'read' if n % 2 else 'new'}\narXiv: 2501.{n:05d}"
+        data["ISBN"] = "978-0-13-235088-4" if n == 7 else ""
+        data["conferenceName"] = "Programming Language Design and Implementation" if n % 3 == 0 else ""
+    catalogue = tmp_path / "catalog.yaml"
+    entries = [f'      - title: "{d["title"]}"' for d in regular[:200:3]] + [
+        f'      - {{title: "working title {n}", arxiv: "2501.{n:05d}"}}' for n in range(1, 300, 7)
+    ]
+    catalogue.write_text("categories:\n  - name: A\n    entries:\n" + "\n".join(entries) + "\n", "utf-8")
+    path = write_json(tmp_path / "lib.json", objects)
+    with Store(tmp_path / "s.sqlite") as store:
+        pull(SnapshotSource(path), store)
+        full, lean = pages(store, catalogue)
+    assert lean == full
+    assert "✅" in lean[0] and "'" in lean[1]  # read statuses and abbreviated venues made it through
+
+
+def test_the_lean_load_leaves_abstracts_and_notes_in_the_store(tmp_path: Path) -> None:
+    objects = [
+        api_item("ITEM2222", "A paper", abstractNote="long " * 200, date="2021", extra="DOI: 10.1/x"),
+        api_pdf("PDFF2222", "ITEM2222"),
+        {
+            "key": "NOTE2222",
+            "version": 1,
+            "data": {
+                "key": "NOTE2222",
+                "version": 1,
+                "itemType": "note",
+                "parentItem": "ITEM2222",
+                "note": "<p>private</p>",
+            },
+        },
+    ]
+    with Store(tmp_path / "s.sqlite") as store:
+        pull(SnapshotSource(write_json(tmp_path / "lib.json", objects)), store)
+        lean = {i.key: i for i in store.load_page().items}
+        full = {i.key: i for i in store.load().items}
+    assert set(lean["ITEM2222"].fields) <= set(PAGE_FIELDS)
+    assert "abstractNote" not in lean["ITEM2222"].fields and "note" not in lean["NOTE2222"].fields
+    assert lean["ITEM2222"].doi == "10.1/x" and lean["ITEM2222"].year == "2021"
+    assert lean["PDFF2222"].is_pdf
+    assert full["ITEM2222"].fields["abstractNote"] == "long " * 200  # the full objects stay readable
+    assert full["NOTE2222"].get("note") == "<p>private</p>"
+    assert {k: v for k, v in full["ITEM2222"].fields.items() if k in PAGE_FIELDS} == dict(
+        lean["ITEM2222"].fields
+    )
+
+
+def test_an_older_store_gets_its_page_fields_on_opening(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "s.sqlite"
+    with monkeypatch.context() as patch:
+        patch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:2])
+        with Store(path) as old:
+            pull(SnapshotSource(SEEDS / "zotero-library.json"), old)
+            assert old.schema_version == 2
+    with Store(path) as store:
+        assert store.schema_version >= 3
+        lean = {i.key: i.fields for i in store.load_page().items}
+        full = {i.key: i.fields for i in store.load().items}
+    assert lean.keys() == full.keys()
+    assert all(lean[k] == {f: v for f, v in full[k].items() if f in PAGE_FIELDS} for k in full)
+
+
+def test_the_page_fields_follow_every_kind_of_write(tmp_path: Path) -> None:
+    """Kept by triggers: an update in place (not only delete + insert) refreshes them too."""
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(
+            SnapshotSource(write_json(tmp_path / "lib.json", [api_item("ITEM2222", "T", date="2020")])), store
+        )
+    db = sqlite3.connect(path)
+    fields = json.loads(db.execute("SELECT fields FROM items").fetchone()[0])
+    db.execute("UPDATE items SET fields = ?", (json.dumps({**fields, "date": "1999"}),))
+    db.commit()
+    db.close()
+    with Store(path) as store:
+        assert store.load_page().items[0].year == "1999"
