@@ -276,7 +276,7 @@ def test_adopt_quotes_and_escapes_the_zotero_title() -> None:
 
 def test_adopt_an_unknown_category_is_refused_with_the_nearest_unless_asked_to_create_it() -> None:
     with pytest.raises(
-        CatalogEditError, match=r"no category 'Compiler' in the catalogue \(nearest: 'Compilers'"
+        CatalogEditError, match=r"no category 'Compiler' in the catalogue \(did you mean 'Compilers'"
     ):
         adopt(COMMENTED, "Compiler", "T", KEY)
     result = adopt(COMMENTED, "GPU / Kernels", "T", KEY, create_category=True)
@@ -410,7 +410,7 @@ def test_adopt_command_new_category(synced: Path, run) -> None:
     refused = run("--config", config_of(synced), "adopt", UNCURATED, "--category", "Kernel Fusion")
     assert refused.code == 2
     assert (
-        "no category 'Kernel Fusion' in the catalogue (nearest: 'GPU 编译与性能优化 / Kernel Fusion'"
+        "no category 'Kernel Fusion' in the catalogue (did you mean 'GPU 编译与性能优化 / Kernel Fusion'"
         in refused.err
     )
     created = run(

@@ -210,3 +210,16 @@ def test_pin_keeps_a_title_typed_as_a_number() -> None:
     text = ENTRY.replace("title: T", "title: 010")
     result = pin(text, "010", KEY)
     assert result.text == text + f'        zotero_key: "{KEY}"\n'
+
+
+def test_adopt_a_near_miss_category_says_did_you_mean(project: Path, run) -> None:
+    config = str(project / "config" / "zotsync.yaml")
+    assert run("-q", "--config", config, "pull").code == 0
+    catalog = project / "seeds" / "catalog.yaml"
+    before = catalog.read_bytes()
+    result = run("--config", config, "adopt", "57V8YMZM", "--category", "Deep Lerning Compiler")
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert "no category 'Deep Lerning Compiler' in the catalogue (did you mean 'Deep Learning Compiler'" in (
+        result.err
+    )
+    assert catalog.read_bytes() == before

@@ -348,6 +348,8 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
     """Add a Zotero item to the catalogue as a new curated entry at the end of `category`."""
     with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
         text, catalogue = _read_catalogue(config)
+        # a mistyped category fails before the library is loaded, with the names it may have meant
+        catalog_edit.check_category([c.name for c in catalogue.categories], category, new_category)
         merged = merge(config, catalogue, store)
         item = _regular_item(merged.library.items, zotero_key)
         matches = merged.reconciliation.matches

@@ -185,7 +185,7 @@ def pin(text: str, target: str, key: str, *, force: bool = False, name: str = "c
 def _with_root(text: str) -> str:
     """An empty catalogue (nothing, or only comments) gains a `categories:` key to adopt into."""
     try:
-        empty = yaml.compose(text, Loader=yaml.SafeLoader) is None
+        empty = compose(text) is None
     except yaml.YAMLError:
         return text  # _Document reports it, with its line
     if not empty:
@@ -232,11 +232,7 @@ def adopt(
         flow = "{" + f"name: {yaml_quote(category)}, entries: [{flow_entry}]" + "}"
         edits = _append(doc, doc.root, "categories", lines, flow, style.category_dash, style.category_gap)
     else:
-        near = nearest(category, [found for found, _ in doc.categories])
-        hint = f" (nearest: {_names(near)})" if near else ""
-        raise CatalogEditError(
-            f"no category '{category}' in the catalogue{hint}; pass --new-category to add it at the end"
-        )
+        check_category([found for found, _ in doc.categories], category, create_category)
     result = EditResult(doc.apply(edits), title, (category,), created_category=owner is None)
 
     def expect(catalogue: Catalogue) -> Catalogue:
@@ -254,6 +250,17 @@ def adopt(
 
     _verify(doc, result.text, expect, lambda raw: _expect_raw_adopt(raw, category, title, key))
     return result
+
+
+def check_category(names: Sequence[str], category: str, create: bool = False) -> None:
+    """Refuse a category the catalogue lacks (unless it is to be created), with the names it may mean."""
+    if create or category.strip() in names:
+        return
+    near = nearest(category, names)
+    hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
+    raise CatalogEditError(
+        f"no category '{category.strip()}' in the catalogue{hint}; pass --new-category to add it at the end"
+    )
 
 
 def nearest(query: str, choices: Sequence[str], limit: int = 3) -> list[str]:

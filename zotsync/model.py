@@ -270,6 +270,10 @@ def _shown(key: object) -> str:
     return text if text.isalnum() and len(text) <= 32 else "(without a valid key)"
 
 
+PATH_DEPTH = 32  # collection levels a path shows in full
+_HEAD, _TAIL = 16, 15  # of a deeper one: the top names and the last ones
+
+
 @dataclass(frozen=True, slots=True)
 class Library:
     """Everything the store holds about one Zotero library."""
@@ -281,17 +285,34 @@ class Library:
     library_id: str = ""
 
     def collection_paths(self) -> dict[str, str]:
-        """Collection key → `Parent / Child` path (cycles and dangling parents stop the walk)."""
+        """Collection key → `Parent / Child` path. Each path is built once from its parent's, so the
+        work is linear in the collections however deep they nest; a cycle or a dangling parent stops
+        the walk. A path deeper than PATH_DEPTH shows its first and last names around ` / … / `: the
+        full paths of a 10,000-deep chain would be hundreds of MB of text."""
         by_key = {c.key: c for c in self.collections}
-        paths: dict[str, str] = {}
+        # key → (depth, the first names, the last names when the path is elided)
+        known: dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]] = {}
         for collection in self.collections:
-            names, seen, node = [], set(), collection
-            while node is not None and node.key not in seen:
+            chain: list[Collection] = []  # from `collection` up to the first one whose path is known
+            seen: set[str] = set()
+            node: Collection | None = collection
+            while node is not None and node.key not in known and node.key not in seen:
                 seen.add(node.key)
-                names.append(node.name)
+                chain.append(node)
                 node = by_key.get(node.parent_key) if node.parent_key else None
-            paths[collection.key] = " / ".join(reversed(names))
-        return paths
+            depth, head, tail = known[node.key] if node is not None and node.key in known else (0, (), ())
+            for member in reversed(chain):
+                depth += 1
+                if depth <= PATH_DEPTH:
+                    head += (member.name,)
+                else:  # keep the top _HEAD names and the last _TAIL ones
+                    tail = (*(tail or head[_HEAD:]), member.name)[-_TAIL:]
+                    head = head[:_HEAD]
+                known[member.key] = (depth, head, tail)
+        return {
+            key: " / ".join(head) + (" / … / " + " / ".join(tail) if tail else "")
+            for key, (_, head, tail) in known.items()
+        }
 
 
 @dataclass(frozen=True, slots=True)

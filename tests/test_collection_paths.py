@@ -1,0 +1,71 @@
+"""Collection paths are built once per collection: deep chains, cycles and dangling parents stay cheap."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from conftest import write_config
+from factories import api_collection, api_item, write_json
+
+from zotsync.model import PATH_DEPTH, Collection, Library
+
+
+def chain(depth: int) -> tuple[Collection, ...]:
+    """Level 0 at the top, each level inside the one before; listed deepest first (the worst order)."""
+    return tuple(
+        Collection(f"K{i:07d}", 1, f"Level {i}", f"K{i - 1:07d}" if i else None)
+        for i in reversed(range(depth))
+    )
+
+
+def test_a_path_names_every_ancestor_from_the_top() -> None:
+    paths = Library(collections=chain(4)).collection_paths()
+    assert paths == {
+        "K0000000": "Level 0",
+        "K0000001": "Level 0 / Level 1",
+        "K0000002": "Level 0 / Level 1 / Level 2",
+        "K0000003": "Level 0 / Level 1 / Level 2 / Level 3",
+    }
+
+
+def test_a_ten_thousand_deep_chain_gives_bounded_paths() -> None:
+    paths = Library(collections=chain(10_000)).collection_paths()
+    assert len(paths) == 10_000
+    assert paths[f"K{PATH_DEPTH - 1:07d}"] == " / ".join(f"Level {i}" for i in range(PATH_DEPTH))
+    deepest = paths["K0009999"].split(" / ")
+    assert deepest[:16] == [f"Level {i}" for i in range(16)]
+    assert deepest[16] == "…" and deepest[-1] == "Level 9999" and len(deepest) == PATH_DEPTH
+    # today's full paths would be 10,000²/2 names (~600 MB of text); these stay linear
+    assert sum(len(p) for p in paths.values()) < 10_000 * PATH_DEPTH * 12
+
+
+def test_cycles_and_dangling_parents_stop_the_walk() -> None:
+    collections = (
+        Collection("AAAA2222", 1, "a", "BBBB2222"),
+        Collection("BBBB2222", 1, "b", "AAAA2222"),
+        Collection("CCCC2222", 1, "c", "BBBB2222"),
+        Collection("DDDD2222", 1, "d", "GONE2222"),
+    )
+    paths = Library(collections=collections).collection_paths()
+    assert set(paths) == {"AAAA2222", "BBBB2222", "CCCC2222", "DDDD2222"}
+    assert paths["DDDD2222"] == "d"
+    assert paths["CCCC2222"].endswith("b / c") and paths["AAAA2222"].endswith("a")
+
+
+def test_sync_with_ten_thousand_nested_collections(tmp_path: Path, run) -> None:
+    objects = [api_collection(f"C{i:07d}", f"L{i}", f"C{i - 1:07d}" if i else None) for i in range(10_000)]
+    objects.append(api_item("DEEP2222", "Deep down", collections=["C0009999"]))
+    write_json(tmp_path / "library.json", objects)
+    (tmp_path / "catalog.yaml").write_text("categories: []\n")
+    config = write_config(
+        tmp_path,
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: s.sqlite\n"
+        "exports: {dir: out, formats: [csv]}\n",
+    )
+    assert run("-q", "--config", str(config), "sync").code == 0
+    (row,) = csv.DictReader(io.StringIO((tmp_path / "out" / "catalog.csv").read_text(encoding="utf-8")))
+    assert row["collections"].startswith("L0 / L1 / ") and row["collections"].endswith(
+        " / … / L9985 / " + " / ".join(f"L{i}" for i in range(9986, 10_000))
+    )
