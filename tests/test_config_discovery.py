@@ -116,3 +116,21 @@ def test_config_keys_lists_every_section_and_leaf() -> None:
     assert len(keys) == len(set(keys))
     for key in ("source.type", "source.api_key", "catalog", "store", "exports.formats", "reconcile.venues"):
         assert key in keys
+
+
+def test_the_key_schema_and_the_typed_config_are_one_model() -> None:
+    """Every key the file accepts is a field of the typed config and back, so config_keys() (what the
+    docs test compares with docs/configuration.md) cannot drift from what the code reads."""
+    import dataclasses
+
+    from zotsync import config
+
+    def fields(cls: type) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    assert [*config.SCHEMA] == [name for name in fields(config.Config) if name != "path"]
+    hints = {f.name: f.type for f in dataclasses.fields(config.Config)}
+    for section, keys in config.SCHEMA.items():
+        if isinstance(keys, dict):
+            typed = getattr(config, str(hints[section]))
+            assert list(keys) == fields(typed), section
