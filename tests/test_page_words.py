@@ -104,3 +104,14 @@ def test_both_built_in_sets_name_every_label_and_differ_only_in_words() -> None:
     for labels in BUILT_IN.values():
         assert all(getattr(labels, name) for name in NAMES)
         assert labels.summary.format(entries=1, read=1, unread=0)
+
+
+def test_the_exports_page_lists_both_built_in_sets_in_full() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "exports.md").read_text(encoding="utf-8")
+    for name in NAMES:
+        row = f"| `{name}` |"
+        assert row in page, name
+        line = next(line for line in page.splitlines() if line.startswith(row))
+        assert line.endswith(f"| `{getattr(BUILT_IN['en'], name)}` | `{getattr(BUILT_IN['zh'], name)}` |"), (
+            line
+        )
