@@ -342,7 +342,8 @@ def test_403_with_no_key_set_says_so(tmp_path: Path, zotero_api, run) -> None:
     result = run("--config", str(write_web_config(tmp_path, server.url, api_key=None)), "pull")
     assert result.code == 1
     assert result.err.splitlines() == [
-        "zotsync: error: HTTP 403 and no API key set: export ZOTERO_API_KEY=… (a public library needs none)"
+        "zotsync: error: HTTP 403 and no API key set: export ZOTERO_API_KEY=…, or under cron set "
+        "source.api_key in the config (a public library needs none)"
     ]
 
 

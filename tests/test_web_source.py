@@ -848,3 +848,25 @@ def test_property_store_mirrors_the_library_after_every_pull(tmp_path_factory, o
             pull(source, store)
             assert store.library_version == library.version
             assert_same_content(store.load(), mirror_of(library, folder / "mirror"))
+
+
+@pytest.mark.parametrize("typed", ["wrong", "key"])
+def test_a_value_too_short_to_be_a_key_does_not_garble_the_403_line(
+    tmp_path: Path, zotero_api, run, monkeypatch: pytest.MonkeyPatch, typed: str
+) -> None:
+    """Masking `wrong` or `key` would turn "the API key is wrong" into "the API key is ***"; a Zotero key
+    is 24 characters, so a value this short is no secret worth masking."""
+    server = zotero_api(small_library())
+    monkeypatch.setenv("ZOTERO_API_KEY", typed)
+    result = run("--config", str(write_web_config(tmp_path, server.url, api_key=None)), "pull")
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        "zotsync: error: HTTP 403 from the Zotero API: the API key is wrong or lacks access to users/1234567"
+    ]
+
+
+def test_a_real_length_key_is_still_masked_inside_a_word(tmp_path: Path) -> None:
+    from zotsync.secrets import redact, register
+
+    register("Lo9gK3yLo9gK3yLo9gK3yLo9")
+    assert redact("header=xLo9gK3yLo9gK3yLo9gK3yLo9y") == "header=x***y"

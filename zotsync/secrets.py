@@ -17,6 +17,9 @@ from .text import one_line
 
 MASK = "***"
 EXCERPT = 80  # characters of a server's body shown in a message at most
+# A Zotero API key is 24 letters and digits. A shorter value is not a real key, and masking it would eat
+# ordinary words: ZOTERO_API_KEY=key or =wrong would turn "the API key is wrong" into nonsense.
+MIN_SECRET = 8
 
 _lock = threading.Lock()
 _forms: list[str] = []  # every form of every secret, longest first (a longer form may hold a shorter one)
@@ -24,8 +27,9 @@ _forms: list[str] = []  # every form of every secret, longest first (a longer fo
 
 def register(secret: str | None) -> None:
     """Remember a secret for this run: from now on `redact` masks it, with and without its surrounding
-    whitespace, in every form it can be printed in."""
-    if not secret:
+    whitespace, in every form it can be printed in. A value shorter than `MIN_SECRET` is no real key
+    and is not masked."""
+    if not secret or len(secret.strip()) < MIN_SECRET:
         return
     found = set()
     for value in {secret, secret.strip()}:
