@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -260,13 +261,48 @@ def timed_row(measure: str, seconds: float, goal: float, rss: int | None = None,
     return Row(measure, figure, goals, ok)
 
 
+def in_child(function: Any, *args: Any) -> Any:
+    """Run a data builder in its own process: a child forked from a parent that holds the library
+    would start at the parent's peak RSS (Linux counts it), and every figure would be that peak."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
+
+
+def make_snapshot_project(folder: Path, n_items: int, n_entries: int) -> tuple[Path, int]:
+    objects = build_library(n_items)
+    n_children = sum("parentItem" in o["data"] for o in objects)
+    return snapshot_setup(folder, objects, build_catalogue(objects, n_entries)), n_children
+
+
+def make_pin_projects(base: Path, n_items: int, sizes: Sequence[int]) -> list[tuple[int, Path, str, str]]:
+    """A project per catalogue size, with an entry that matches nothing and a regular item no entry claims."""
+    objects = build_library(n_items)
+    projects = []
+    for n in sizes:
+        catalogue = build_catalogue(objects, n)
+        config = snapshot_setup(base / str(n), objects, catalogue)
+        claimed = set(catalogue.split('"'))
+        key = next(
+            o["data"]["key"]
+            for o in reversed(objects)
+            if "parentItem" not in o["data"]
+            and o["data"].get("itemType") in ("conferencePaper", "journalArticle", "preprint", "book")
+            and not o["data"].get("deleted")
+            and o["data"]["title"] not in claimed
+            and o["data"].get("DOI", "").upper() not in claimed
+        )
+        projects.append((n, config, f"A paper not in the library, number {7 if n > 7 else 0}", key))
+    return projects
+
+
+def web_catalogue(n_items: int, n_entries: int) -> str:
+    return build_catalogue(synthetic_library(n_items), n_entries)
+
+
 def snapshot_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Row]:
     rows: list[Row] = []
     started = time.perf_counter()
-    objects = build_library(sizes.items)
-    n_children = sum("parentItem" in o["data"] for o in objects)
-    config = snapshot_setup(folder, objects, build_catalogue(objects, sizes.entries))
-    del objects
+    config, n_children = in_child(make_snapshot_project, folder, sizes.items, sizes.entries)
     first = zotsync(config, "-q", "sync")
     label = f"{sizes.items // 1000}k"
     print(
@@ -310,7 +346,7 @@ print(len(items))
 
 def web_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Row]:
     rows: list[Row] = []
-    catalogue = build_catalogue(synthetic_library(sizes.web_items), sizes.entries)
+    catalogue = in_child(web_catalogue, sizes.web_items, sizes.entries)
     server = Remote(sizes.web_items, 0.05)
     try:
         label = f"{sizes.web_items // 1000}k"
@@ -372,25 +408,12 @@ def web_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Ro
 
 
 def pin_rows(sizes: Sizes, repeat: int, folder: Path) -> list[Row]:
-    objects = build_library(sizes.pin_items)
-    base = folder / "pin"
     figures: list[tuple[int, float]] = []
-    for n in sizes.pin_entries:
-        catalogue = build_catalogue(objects, n)
-        config = snapshot_setup(base / str(n), objects, catalogue)
+    for n, config, target, key in in_child(
+        make_pin_projects, folder / "pin", sizes.pin_items, sizes.pin_entries
+    ):
+        catalogue = (config.parent / "catalog.yaml").read_text(encoding="utf-8")
         zotsync(config, "-q", "pull")
-        # an entry that matches nothing, pinned to a regular item no entry claims
-        target = f"A paper not in the library, number {7 if n > 7 else 0}"
-        claimed = set(catalogue.split('"'))
-        key = next(
-            o["data"]["key"]
-            for o in reversed(objects)
-            if "parentItem" not in o["data"]
-            and o["data"].get("itemType") in ("conferencePaper", "journalArticle", "preprint", "book")
-            and not o["data"].get("deleted")
-            and o["data"]["title"] not in claimed
-            and o["data"].get("DOI", "").upper() not in claimed
-        )
         path = config.parent / "catalog.yaml"
 
         def once(

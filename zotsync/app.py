@@ -14,7 +14,7 @@ from .catalog import load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
 from .export import RENDERERS, Page, read_regular, write_atomically
-from .model import Catalogue, Item, Library, Placement
+from .model import Catalogue, CatalogueEntry, Item, Library, Placement
 from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
 from .reconcile.venue import load_venue_table
 from .sources import open_source
@@ -272,9 +272,7 @@ def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
 
 def matched_entries(catalogue: Catalogue, matches: MatchResult) -> list[dict[str, str]]:
     """Each matched curated paper with its item and the rule that matched it, in catalogue order."""
-    titles: dict[str, str] = {}
-    for entry in catalogue.entries:
-        titles.setdefault(normalize.title(entry.title), entry.title)
+    titles = curated_titles(catalogue.entries)
     return [
         {"title": title, "zotero_key": matches.by_title[key].key, "rule": matches.rule.get(key, "")}
         for key, title in titles.items()
@@ -331,20 +329,19 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
         item = _regular_item(merged.library.items, zotero_key)
         result = catalog_edit.pin(text, target, item.key, force=force, name=str(config.catalog))
         wanted = normalize.title(result.title)
-        others = [
-            e for e in catalogue.entries if e.zotero_key == item.key and normalize.title(e.title) != wanted
-        ]
+        entries = catalogue.entries  # a tuple built per call: once here
+        others = [e for e in entries if e.zotero_key == item.key and normalize.title(e.title) != wanted]
         if others:
             raise catalog_edit.CatalogEditError(
                 f"{item.key} is already pinned to '{others[0].title}' under '{others[0].category}'; "
                 "remove that pin first"
             )
         matches = merged.reconciliation.matches
+        titles = curated_titles(entries)
         messages = [
-            f"note: {item.key} was matched to '{title}' (by {matches.rule.get(key, '?')}); "
+            f"note: {item.key} was matched to '{titles.get(key, key)}' (by {matches.rule.get(key, '?')}); "
             "that entry loses its match"
             for key, matched in matches.by_title.items()
-            for title in [next((e.title for e in catalogue.entries if normalize.title(e.title) == key), key)]
             if matched.key == item.key and key != wanted
         ]
         written = write_atomically(config.catalog, result.text)
@@ -388,6 +385,14 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
         f"{'wrote' if written else 'unchanged'} {config.catalog}"
     )
     return CatalogueEdit(config.catalog, written, tuple(messages))
+
+
+def curated_titles(entries: Sequence[CatalogueEntry]) -> dict[str, str]:
+    """Normalised curated title → the first curated spelling of it, in one pass."""
+    titles: dict[str, str] = {}
+    for entry in entries:
+        titles.setdefault(normalize.title(entry.title), entry.title)
+    return titles
 
 
 def _read_catalogue(config: Config) -> tuple[str, Catalogue]:

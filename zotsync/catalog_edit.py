@@ -83,7 +83,8 @@ class _Document:
     def __init__(self, text: str, name: str) -> None:
         self.text = text
         self.name = name
-        self.catalogue = _parse(text, name)  # also proves the node shapes below: mappings and lists
+        self.raw = _parse_raw(text, name)  # parsed once: the proof of the edit compares with it
+        self.catalogue = parse_catalogue(self.raw, Path(name))  # also proves the node shapes below
         try:
             root = compose(text)
         except yaml.YAMLError as exc:  # _parse succeeded, so this is unlikely; still one line
@@ -488,11 +489,14 @@ def _append(
 
 
 def _parse(text: str, name: str) -> Catalogue:
+    return parse_catalogue(_parse_raw(text, name), Path(name))
+
+
+def _parse_raw(text: str, name: str) -> Any:
     try:
-        raw = parse_yaml(text, name)
+        return parse_yaml(text, name)
     except ConfigError as exc:
         raise CatalogEditError(f"{exc}; not edited") from None
-    return parse_catalogue(raw, Path(name))
 
 
 def _verify(
@@ -509,7 +513,7 @@ def _verify(
     except ConfigError as exc:  # CatalogError included
         raise CatalogEditError(f"the edit would break the catalogue ({exc}); not written") from None
     if _strip_lines(parsed) != _strip_lines(expect(doc.catalogue)) or raw_new != expect_raw(
-        copy.deepcopy(parse_yaml(doc.text, doc.name))
+        copy.deepcopy(doc.raw)
     ):
         raise CatalogEditError(
             f"{doc.name}: cannot edit this layout safely (the result would differ by more than the "
