@@ -255,3 +255,15 @@ def test_adopt_messages_show_a_hostile_title_on_one_line(tmp_path: Path, run) ->
     assert result.code == 0, result.err
     assert result.err.count("\n") == 1 and not RAW_UNSAFE.search(result.err)
     assert "\\x1b]0;pwned\\x07" in result.err and "\\nsecond line" in result.err
+
+
+def test_list_prints_one_line_per_item_with_controls_escaped(tmp_path: Path, run) -> None:
+    config = str(hostile_project(tmp_path))
+    assert run("-q", "--config", config, "pull").code == 0
+    result = run("--config", config, "list")
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert len(lines) == 15 and not RAW_UNSAFE.search(result.out)
+    assert all("\\x1b]0;pwned\\x07" in line and "\\nsecond line" in line for line in lines)
+    as_json = run("--config", config, "list", "--format", "json")
+    assert not RAW_UNSAFE.search(as_json.out) and "\\u202e" in as_json.out

@@ -110,7 +110,8 @@ def test_a_symlinked_changes_md_is_neither_read_nor_published(project: Path, run
     assert result.code == 1
     assert result.err.splitlines()[-1] == (
         f"zotsync: error: {changes} is a symbolic link: zotsync neither follows nor replaces links among "
-        "the files it writes (remove the link, or name the file it points to)"
+        "the files it writes (in the exports folder, delete the link; for --output, give the file it "
+        "points to, or - for stdout)"
     )
     for path in (project / "exports").iterdir():
         if not path.is_symlink():

@@ -160,9 +160,18 @@ def application_id(path: Path) -> int:
 def test_a_store_written_before_the_mark_opens_and_is_upgraded_by_a_write_command(project: Path, run) -> None:
     store = legacy_store(project)
     config = str(project / "config" / "zotsync.yaml")
-    for command in (("status",), ("export", "--format", "csv", "--output", "-")):
-        assert run("--config", config, *command).code == 0
+    before = fingerprint(store)[store.name]
+    read_only = (
+        ("status",),
+        ("export", "--format", "csv", "--output", "-"),
+        ("list", "--format", "json"),
+        ("snapshot", "--output", str(project / "frozen.json")),
+    )
+    for command in read_only:
+        result = run("--config", config, *command)
+        assert result.code == 0, (command, result.err)
     assert application_id(store) == 0  # read-only commands do not convert it
+    assert fingerprint(store)[store.name] == before
     result = run("--config", config, "sync")
     assert result.code == 0, result.err
     assert "up to date at library version 480" in result.err  # its content was kept

@@ -275,10 +275,10 @@ def list_command(
     filters = listing.Filters(uncurated=uncurated, collection=collection, tag=tag, search=search)
     items = listing.list_items(state.config, filters)
     if fmt == "json":
-        click.echo(json.dumps([item.as_json() for item in items], ensure_ascii=False, indent=2))
+        click.echo(json_safe(json.dumps([item.as_json() for item in items], ensure_ascii=False, indent=2)))
         return
-    if items:
-        click.echo(listing.format_text(items))
+    if items:  # one line per item whatever its title holds, and nothing that drives the terminal
+        click.echo("\n".join(one_line(listing.format_text([item])) for item in items))
     state.say(listing.summary(items))
 
 

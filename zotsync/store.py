@@ -601,6 +601,7 @@ class Store:
         )
         return Library(tuple(items), collections, self.library_version, library_type, library_id)
 
+    @_store_errors
     def full_library(self) -> Library:
         """Everything the store holds, verbatim, in one consistent read: each item with every field,
         its tags in order and all its memberships (also those in collections the store no longer has,

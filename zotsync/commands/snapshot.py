@@ -10,7 +10,7 @@ from ..sources import snapshot
 
 def render(config: Config) -> str:
     """The snapshot text of the configured store's library (byte-stable for the same library)."""
-    with open_store(config, must_exist=True) as store:
+    with open_store(config, readonly=True) as store:  # reads only: never creates or upgrades it
         library = store.full_library()
         name = store.state("library_name") or ""
     return snapshot.dumps(library, name)

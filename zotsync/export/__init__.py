@@ -126,7 +126,8 @@ def _refusal(path: Path, info: os.stat_result) -> str:
     if stat.S_ISLNK(info.st_mode):
         return (
             f"{path} is a symbolic link: zotsync neither follows nor replaces links among the files it "
-            "writes (remove the link, or name the file it points to)"
+            "writes (in the exports folder, delete the link; for --output, give the file it points to, "
+            "or - for stdout)"
         )
     kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
     kind = next((name for test, name in kinds if test(info.st_mode)), "not a regular file")

@@ -588,8 +588,8 @@ class WebSource:
             )
         if not self.config.api_key:
             return (
-                f"HTTP {status} and no API key set: export ZOTERO_API_KEY=…, or under cron set source.api_key "
-                "in the config (a public library needs none)"
+                f"HTTP {status} and no API key set: export ZOTERO_API_KEY=…, or under cron set "
+                "source.api_key in the config (a public library needs none)"
             )
         return f"HTTP {status} from the Zotero API: the API key is wrong or lacks access to {self._library}"
 
