@@ -40,14 +40,29 @@ def bulk_phase() -> Iterator[None]:
 
 @contextlib.contextmanager
 def open_store(config: Config, must_exist: bool = False, readonly: bool = False) -> Iterator[Store]:
-    """The configured store. `readonly` (status, export, list): never creates, upgrades or writes it."""
+    """The configured store. `readonly` (status, export, list): never creates, upgrades or writes it.
+    Those and `must_exist` need a store some pull filled; a store this call creates for a pull that then
+    fails is removed again, so a first pull refused by its source leaves no empty store behind."""
     if (must_exist or readonly) and not config.store.exists():
         raise StoreError(f"no store at {config.store}: run `zotsync pull` first")
+    created = not config.store.exists()
     store = Store(config.store, readonly=readonly)
     try:
+        if (must_exist or readonly) and store.library_version is None:
+            raise StoreError(f"the store at {config.store} holds no finished pull: run `zotsync pull`")
         yield store
+    except BaseException:
+        unfilled = created and store.library_version is None
+        store.close()
+        if unfilled:  # ours, made by this run a moment ago, and empty
+            for path in (config.store, *(config.store.with_name(config.store.name + s) for s in WAL_FILES)):
+                path.unlink(missing_ok=True)
+        raise
     finally:
         store.close()
+
+
+WAL_FILES = ("-wal", "-shm", "-journal")
 
 
 def run_pull(config: Config, full: bool = False, progress: bool = False, force: bool = False) -> PullReport:
@@ -191,6 +206,7 @@ def status(config: Config) -> dict[str, Any]:
         "library": {
             "type": state["library_type"] or "user",
             "id": state["library_id"] or "",
+            "kind": (state["source"] or "").partition(":")[0],  # web, local or snapshot
             "name": state["library_name"] or "",
             "source": origin(state["source"] or ""),
             "version": int(state["library_version"]) if state["library_version"] else None,

@@ -8,9 +8,10 @@ from typing import Any
 def format_text(report: dict[str, Any]) -> str:
     lib, cat = report["library"], report["catalogue"]
     name = f' "{lib["name"]}"' if lib["name"] else ""
+    ident = lib["id"] or f"({lib['kind']})"  # a local database has no library id
     lines = [
-        f"library: {lib['type']} {lib['id'] or '(local)'}{name} from {lib['source']}, "
-        f"version {lib['version']}, last sync {lib['last_sync_at']}; {lib['items']} items "
+        f"library: {lib['type']} {ident}{name} from {lib['source']}, "
+        f"version {lib['version']}, last sync {lib['last_sync_at'] or 'never'}; {lib['items']} items "
         f"({lib['trashed']} in the trash), {lib['collections']} collections",
         f"catalogue: {cat['entries']} entries in {cat['categories']} categories; read {cat['read']}, "
         f"unread {cat['unread']}; {cat['matched']} of the curated papers matched in Zotero",
