@@ -12,7 +12,7 @@ claim only with items that share two of its three rarest title words — never e
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -67,8 +67,17 @@ class MatchResult:
     rule: dict[str, str] = field(default_factory=dict)  # normalised curated title → matching rule
     unmatched: list[Unmatched] = field(default_factory=list)
     ambiguities: list[Ambiguity] = field(default_factory=list)
-    duplicates: list[Duplicate] = field(default_factory=list)
     titles: TitleIndex | None = None
+    candidates: dict[str, Item] = field(default_factory=dict)  # regular, untrashed items by key
+    _duplicates: list[Duplicate] | None = None
+
+    @property
+    def duplicates(self) -> list[Duplicate]:
+        """Zotero items that look like one work (for `status`; found on first use, as exports never ask)."""
+        if self._duplicates is None:
+            titles = self.titles.titles if self.titles else {}
+            self._duplicates = find_duplicates(self.candidates.values(), titles)
+        return self._duplicates
 
     def item_for(self, entry: CatalogueEntry) -> Item | None:
         return self.by_title.get(normalize.title(entry.title))
@@ -151,16 +160,16 @@ class TitleIndex:
     def __init__(self, titles: dict[str, str], shown: Mapping[str, str] | None = None) -> None:
         self.titles = titles  # item key → normalised title
         self.shown = shown if shown is not None else titles  # item key → the title as Zotero has it
-        self._postings: dict[str, list[str]] | None = None
+        self._postings: dict[str, set[str]] | None = None
 
     @property
-    def postings(self) -> dict[str, list[str]]:
+    def postings(self) -> dict[str, set[str]]:
         """word → keys of the titles that contain it; built on first use (most runs never need it)."""
         if self._postings is None:
-            postings: dict[str, list[str]] = defaultdict(list)
+            postings: dict[str, set[str]] = defaultdict(set)
             for key, title in self.titles.items():
                 for word in title_words(title):
-                    postings[word].append(key)
+                    postings[word].add(key)
             self._postings = postings
         return self._postings
 
@@ -173,11 +182,17 @@ class TitleIndex:
         postings = self.postings
         words = sorted((w for w in title_words(title) if w in postings), key=lambda w: (len(postings[w]), w))
         words = words[:_RARE_WORDS]
-        shared = Counter(k for w in words for k in postings[w])
-        needed = min(2, len(words))
-        choices = {
-            k: self.titles[k] for k, n in shared.items() if n >= needed and (among is None or k in among)
-        }
+        # Keys in two of the (up to three) postings — set operations, which run in C.
+        sets = [postings[w] for w in words]
+        if len(sets) < 2:
+            keys = set(sets[0]) if sets else set()
+        else:
+            keys = sets[0] & sets[1]
+            if len(sets) == 3:
+                keys |= (sets[0] | sets[1]) & sets[2]
+        if among is not None:
+            keys &= among
+        choices = {k: self.titles[k] for k in keys}
         found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=cutoff)
         ranked = sorted(((score, key) for _, score, key in found), key=lambda s: (-s[0], s[1]))
         return [Candidate(key, self.shown[key], round(score, 1)) for score, key in ranked[:limit]]
@@ -295,7 +310,7 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
         reason = "item is in the trash" if title_key in trashed_titles else "no candidate"
         result.unmatched.append(Unmatched(claim.title, reason))
     result.unmatched.sort(key=lambda u: normalize.title(u.title))
-    result.duplicates = find_duplicates(library.values(), titles)
+    result.candidates = library
     return result
 
 

@@ -8,7 +8,7 @@ filled from Zotero.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
 from . import normalize
@@ -51,18 +51,27 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             conflicts.append((placement.title, entry.status, zotero))
 
     claimed = {item.key for item in matches.by_title.values()}
+    # The matcher normalised every candidate's title already; a row sorts by it.
+    sort_titles = matches.titles.titles if matches.titles else {}
+
+    def sort_key(placement: Placement) -> tuple[str, str]:
+        key = placement.zotero_key
+        title = sort_titles[key] if key in sort_titles else normalize.title(placement.title)
+        return title, key
+
     uncurated: dict[str, list[Placement]] = defaultdict(list)
     for item in library.items:
         if not item.is_regular or item.deleted or item.key in claimed:
             continue
+        base = row.uncurated(item, UNFILED)  # built once per item, then placed in each of its categories
         for category in [paths[c] for c in item.collections if c in paths] or [UNFILED]:
-            uncurated[category].append(row.uncurated(item, category))
+            uncurated[category].append(base if category == UNFILED else replace(base, category=category))
 
     ordered: list[Placement] = []
     # Unfiled is not a collection path: it closes the page rather than sorting among them.
     for category in list(rows) + sorted(set(uncurated) - set(rows), key=lambda c: (c == UNFILED, c)):
         ordered += rows.get(category, [])
-        ordered += sorted(uncurated.get(category, []), key=lambda p: (normalize.title(p.title), p.zotero_key))
+        ordered += sorted(uncurated.get(category, []), key=sort_key)
     return Reconciliation(tuple(ordered), matches, tuple(dict.fromkeys(conflicts)))
 
 
@@ -81,6 +90,10 @@ class _RowBuilder:
     options: Options
     children: dict[str, list[Item]]
     paths: dict[str, str]
+
+    @property
+    def read_tags(self) -> frozenset[str]:
+        return frozenset(self.options.read_tags)
 
     def curated(self, entry: CatalogueEntry, item: Item | None) -> Placement:
         if item is None:
@@ -121,7 +134,7 @@ class _RowBuilder:
         )
 
     def uncurated(self, item: Item, category: str) -> Placement:
-        read_tags = set(self.options.read_tags)
+        read_tags = self.read_tags
         return Placement(
             category=category,
             status=self.zotero_status(item) or "unread",

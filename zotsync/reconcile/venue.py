@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ class VenueTable:
     """Abbreviation → phrases naming that venue, compared in normalised form."""
 
     phrases: tuple[tuple[str, str], ...] = ()  # (normalised phrase, abbreviation), longest phrase first
+    # names → abbreviation: a library names a few hundred venues across its thousands of items
+    _found: dict[tuple[str, ...], str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Sequence[str]]) -> VenueTable:
@@ -29,6 +31,12 @@ class VenueTable:
         return cls(tuple(sorted(pairs.items(), key=lambda pair: (-len(pair[0]), pair[0]))))
 
     def abbreviation(self, *names: str) -> str:
+        found = self._found.get(names)
+        if found is None:
+            found = self._found[names] = self._abbreviation(names)
+        return found
+
+    def _abbreviation(self, names: tuple[str, ...]) -> str:
         known = {abbr.casefold(): abbr for _, abbr in self.phrases}
         for name in names:
             for acronym in re.findall(r"\(([A-Za-z][A-Za-z0-9]*)\)", name):  # "… (CGO)"
