@@ -227,7 +227,7 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
         raise ConfigError(
             f"{path}: source.type local reads either zotero.sqlite ('source.path') or the Zotero desktop's "
             f"local API ('{base_url}', e.g. http://localhost:23119), not both"
-            + (" (unset ZOTERO_API_BASE: it is for the web API)" if "base_url" in from_env else "")
+            + (" (unset ZOTERO_API_BASE, or drop source.path)" if "base_url" in from_env else "")
         )
     if kind == "snapshot" and not values["path"]:
         raise ConfigError(f"{path}: source.type snapshot needs config key 'source.path'")
