@@ -371,6 +371,18 @@ def test_pull_full_removes_what_vanished_without_a_trace(web: Web) -> None:
     assert web.store_version() == web.library.version
 
 
+def test_a_full_pull_that_changes_nothing_says_what_it_read(web: Web) -> None:
+    """ "up to date" after --full read as "did nothing"; it re-read and compared every item."""
+    assert web.pull().code == 0
+    result = web.pull("--full", flags=())
+    assert result.code == 0
+    items = len(web.load().items)
+    assert result.err.splitlines() == [
+        f"re-read {items} items: no changes at library version {web.library.version}"
+    ]
+    assert web.pull(flags=()).err.splitlines() == [f"up to date at library version {web.library.version}"]
+
+
 # -- the library changing during a pull ------------------------------------------------------------------
 def test_library_changing_mid_sync_restarts_and_stores_the_final_version(web: Web) -> None:
     assert web.pull().code == 0

@@ -22,9 +22,12 @@ class PullReport:
     from_version: int | None
     to_version: int | None
     result: ApplyResult
+    reread: int | None = None  # the items a full pull (`--full`) read, which it compared one by one
 
     def summary(self) -> str:
         r = self.result
+        if not r.changed and self.reread is not None:
+            return f"re-read {self.reread} items: no changes at library version {self.to_version}"
         if not r.changed:
             return f"up to date at library version {self.to_version}"
         start = "first pull" if self.from_version is None else f"library version {self.from_version}"
@@ -60,7 +63,8 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     result = store.apply(changes, source.id, rewrite=full)
     # After the data: a run killed in between only reads the source once more next time.
     store.remember(FINGERPRINT, taken)
-    return PullReport(before, changes.library_version, result)
+    reread = len(changes.items) if full and changes.complete else None
+    return PullReport(before, changes.library_version, result, reread)
 
 
 FINGERPRINT = "source_fingerprint"  # sync state: the fingerprint of what the store last took in
