@@ -105,3 +105,13 @@ def test_without_a_log_file_nothing_is_logged_anywhere(project: Path, run) -> No
     result = run("-q", "--config", config_of(project), "sync", "--json")
     assert result.err == "" and json.loads(result.out)["changed"] is True
     assert not list(project.rglob("*.log"))
+
+
+def test_log_file_after_the_command_works_like_the_other_global_options(project: Path, run) -> None:
+    log = project / "after.log"
+    result = run("sync", "-q", "--log-file", str(log), "--config", config_of(project))
+    assert (result.code, result.out, result.err) == (0, "", "")
+    events = lines_of(log)
+    assert events[0] == f"INFO zotsync {__version__} sync"
+    assert any(e.startswith("INFO first pull → 480: ") for e in events)
+    assert re.fullmatch(r"INFO exit 0 after \d+\.\d\d s", events[-1])

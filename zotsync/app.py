@@ -138,7 +138,7 @@ def default_output(config: Config, fmt: str) -> Path:
 
 
 def render(config: Config, fmt: str) -> str:
-    catalogue = load_catalogue(config.catalog)
+    catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
         return RENDERERS[fmt](merge(config, catalogue, store).page)
 
@@ -163,14 +163,14 @@ def run_sync(
     ):
         last = fingerprint.ExportRecord.loads(store.state(EXPORT_RECORD))
         # The catalogue a sync exported from was valid; any other must parse before any request.
-        catalogue = None if last and last.inputs == inputs else load_catalogue(config.catalog)
+        catalogue = None if last and last.inputs == inputs else load_catalogue(config.catalog, config.path)
         with bulk_phase():
             report = pull(source, store, full=full, max_removal=_valve(config, force))
         if last is not None and last.still_holds(inputs, store.generation, paths):
             return SyncResult(report, tuple((path, False) for path in paths), source.requests)
         store.remember(EXPORT_RECORD, None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
-            page = merge(config, catalogue or load_catalogue(config.catalog), store).page
+            page = merge(config, catalogue or load_catalogue(config.catalog, config.path), store).page
             written = [
                 (path, write_atomically(path, RENDERERS[fmt](page)))
                 for fmt, path in zip(config.exports.formats, paths, strict=True)
@@ -185,7 +185,7 @@ EXPORT_RECORD = "export_record"  # sync state: what the last complete sync expor
 
 
 def status(config: Config) -> dict[str, Any]:
-    catalogue = load_catalogue(config.catalog)
+    catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
         merged = merge(config, catalogue, store)
         state = {
@@ -397,7 +397,8 @@ def curated_titles(entries: Sequence[CatalogueEntry]) -> dict[str, str]:
 
 def _read_catalogue(config: Config) -> tuple[str, Catalogue]:
     """The file's exact text (line endings kept, so an edit keeps them) and its parsed catalogue."""
-    catalogue = load_catalogue(config.catalog)  # a broken catalogue: the usual `file:line` error
+    # a broken catalogue: the usual `file:line` error
+    catalogue = load_catalogue(config.catalog, config.path)
     try:
         return config.catalog.read_bytes().decode("utf-8"), catalogue
     except (OSError, UnicodeDecodeError) as exc:

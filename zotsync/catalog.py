@@ -33,7 +33,20 @@ ENTRY_KEYS = (
 ZOTERO_KEY = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
 
 
-def load_catalogue(path: Path) -> Catalogue:
+def _near_file(path: Path) -> str:
+    """` (did you mean 'catalog.yaml'?)` for a typo in the name, else how to get a catalogue at all."""
+    import difflib
+
+    files = sorted(p.name for p in path.parent.glob("*.y*ml")) if path.parent.is_dir() else []
+    near = difflib.get_close_matches(path.name, files, n=1, cutoff=0.6)
+    return f" (did you mean '{near[0]}'?)" if near else " (`zotsync init` writes an empty one)"
+
+
+def load_catalogue(path: Path, config: Path | None = None) -> Catalogue:
+    """`config`: the config file whose `catalog:` names `path`; a missing catalogue is its line's fault."""
+    if config is not None and not path.exists():
+        named_at = where(config, load_yaml(config, "config file"), "catalog")
+        raise CatalogError(f"{named_at}: catalogue not found: {path}{_near_file(path)}")
     try:
         raw = load_yaml(path, "catalogue")
     except ConfigError as exc:

@@ -36,6 +36,7 @@ class _State:
         self.config_path = config_path
         self.verbose = verbose
         self.quiet = quiet
+        self.logging_to: Path | None = None
         self._config: Config | None = None
         self._stderr = logging.StreamHandler(sys.stderr)
         self._stderr.setFormatter(logging.Formatter("zotsync: %(message)s"))
@@ -43,12 +44,21 @@ class _State:
         log.handlers = [self._stderr]
         self.set_levels()
 
-    def absorb(self, params: dict[str, Any]) -> None:
+    def absorb(self, params: dict[str, Any], command: str) -> None:
         """Take the global options a subcommand was given (`zotsync sync -q`) out of its params."""
-        config_path, verbose, quiet = (params.pop(name) for name in ("config_path", "verbose", "quiet"))
+        config_path, verbose, quiet, log_file = (
+            params.pop(name) for name in ("config_path", "verbose", "quiet", "log_file")
+        )
         self.config_path = config_path or self.config_path
         self.verbose, self.quiet = self.verbose or verbose, self.quiet or quiet
         self.set_levels()
+        if log_file is not None and self.logging_to is None:
+            self.log_to(log_file, command)
+
+    def log_to(self, path: Path, command: str) -> None:
+        runlog.open_log(path, logging.DEBUG if self.verbose else logging.INFO, RedactFilter())
+        runlog.events.info("zotsync %s %s", __version__, command)
+        self.logging_to = path
 
     def set_levels(self) -> None:
         self._stderr.setLevel(
@@ -91,6 +101,12 @@ def _global_options() -> list[click.Option]:
         ),
         click.Option(["-v", "--verbose"], is_flag=True, help="Log each step, and show tracebacks on errors."),
         click.Option(["-q", "--quiet"], is_flag=True, help="Print nothing but errors."),
+        click.Option(
+            ["--log-file"],
+            metavar="PATH",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Also log this run to PATH (rotating, timestamped, even with -q).",
+        ),
     ]
 
 
@@ -102,7 +118,7 @@ class _Command(click.Command):
         self.params += _global_options()
 
     def invoke(self, ctx: click.Context) -> Any:
-        ctx.ensure_object(_State).absorb(ctx.params)
+        ctx.ensure_object(_State).absorb(ctx.params, ctx.info_name or "")
         return super().invoke(ctx)
 
 
@@ -141,8 +157,7 @@ def cli(
     """Keep a curated reading list in sync with a Zotero library."""
     ctx.obj = _State(config_path, verbose, quiet)
     if log_file is not None:
-        runlog.open_log(log_file, logging.DEBUG if verbose else logging.INFO, RedactFilter())
-        runlog.events.info("zotsync %s %s", __version__, ctx.invoked_subcommand or "")
+        ctx.obj.log_to(log_file, ctx.invoked_subcommand or "")
     if ctx.invoked_subcommand is None:  # a bare `zotsync`: the help, like git and llm
         click.echo(ctx.get_help())
         ctx.exit(0)

@@ -198,9 +198,19 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
 
     src = raw.get("source") or {}
     values = {key: text(src, key, f"source.{key}") for key in SCHEMA["source"]}
+    from_env: dict[str, str] = {}  # source key → the environment variable that set it
     for variable, key in ENV_OVERRIDES.items():
         if environ.get(variable):
             values[key] = environ[variable]
+            from_env[key] = variable
+
+    def named(key: str) -> str:
+        """`file:line: config key 'source.x'`, or the environment variable when the value came from one:
+        an error must point at where the user wrote the value."""
+        if key in from_env:
+            return f"{path}: {from_env[key]} (for 'source.{key}')"
+        return f"{where(path, src, key)}: config key 'source.{key}'"
+
     kind = values["type"] or "snapshot"
     if kind not in SOURCE_TYPES:
         raise ConfigError(
@@ -209,15 +219,15 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
         )
     library_type = values["library_type"] or "user"
     if library_type not in ("user", "group"):
-        raise ConfigError(
-            f"{path}: config key 'source.library_type' must be user or group, not '{library_type}'"
-        )
+        raise ConfigError(f"{named('library_type')} must be user or group, not '{library_type}'")
     api_key = _api_key(path, src, values["api_key"])
     local_api = kind == "local" and bool(values["base_url"])
     if local_api and values["path"]:
+        base_url = from_env.get("base_url", "source.base_url")
         raise ConfigError(
             f"{path}: source.type local reads either zotero.sqlite ('source.path') or the Zotero desktop's "
-            "local API ('source.base_url', e.g. http://localhost:23119), not both"
+            f"local API ('{base_url}', e.g. http://localhost:23119), not both"
+            + (" (unset ZOTERO_API_BASE, or drop source.path)" if "base_url" in from_env else "")
         )
     if kind == "snapshot" and not values["path"]:
         raise ConfigError(f"{path}: source.type snapshot needs config key 'source.path'")
@@ -232,9 +242,8 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             "http:// or https:// URL"
         )
     if kind == "web" and not values["library_id"].isdigit():
-        raise ConfigError(
-            f"{path}: source.type web needs a numeric 'source.library_id' (or ZOTERO_LIBRARY_ID)"
-        )
+        at = path if "library_id" in from_env else where(path, src, "library_id")
+        raise ConfigError(f"{at}: source.type web needs a numeric 'source.library_id' (or ZOTERO_LIBRARY_ID)")
     source = SourceConfig(
         type=kind,
         path=local(values["path"]) if values["path"] else None,

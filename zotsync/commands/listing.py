@@ -62,7 +62,7 @@ def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
     from .. import app
     from ..catalog import load_catalogue
 
-    catalogue = load_catalogue(config.catalog)
+    catalogue = load_catalogue(config.catalog, config.path)
     with app.open_store(config, readonly=True) as store:
         merged = app.merge(config, catalogue, store)
     rows_of: dict[str, list[Placement]] = {}
