@@ -193,6 +193,12 @@ class TitleIndex:
         if among is not None:
             keys &= among
         choices = {k: self.titles[k] for k in keys}
+        # Only the best `limit` matter: the limit-th best score (ties included) bounds a second pass, so a
+        # report does not sort thousands of weak candidates. 0.01 below it: rapidfuzz turns a cutoff
+        # into a distance bound, and float rounding there could drop a candidate right at the bound.
+        best = process.extract(title, choices, scorer=fuzz.ratio, limit=limit, score_cutoff=cutoff)
+        if len(best) == limit:
+            cutoff = max(cutoff, best[-1][1] - 0.01)
         found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=cutoff)
         ranked = sorted(((score, key) for _, score, key in found), key=lambda s: (-s[0], s[1]))
         return [Candidate(key, self.shown[key], round(score, 1)) for score, key in ranked[:limit]]
