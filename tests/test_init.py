@@ -177,3 +177,24 @@ def test_the_fake_zotero_server_runs_standalone_for_a_walkthrough(tmp_path: Path
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_the_fake_zotero_server_on_a_taken_port_says_so_in_one_line() -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "zotero_server.py"), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert (done.returncode, done.stdout) == (1, "")
+    [line] = done.stderr.splitlines()  # one line, no traceback ("Address already in use" on Linux)
+    assert line.startswith(f"zotero_server.py: cannot listen on 127.0.0.1:{port} (")
+    assert line.endswith("); --port 0 takes any free port")
