@@ -201,13 +201,15 @@ class TitleIndex:
         postings = self._postings
         words = sorted((w for w in title_words(title) if postings[w]), key=lambda w: (len(postings[w]), w))
         keys, choices = self._block(tuple(words[:_RARE_WORDS]), among)
-        # Only the best `limit` matter: the limit-th best score (ties included) bounds a second pass, so a
-        # report does not sort thousands of weak candidates. 0.01 below it: rapidfuzz turns a cutoff
+        # Only the best `limit` matter, ties at the limit-th score included. A few spare places usually
+        # hold every tie: when the last of them scores below that bound, nothing outside them can reach
+        # it; else a second pass takes all at or above it. 0.01 below the bound: rapidfuzz turns a cutoff
         # into a distance bound, and float rounding there could drop a candidate right at the bound.
-        best = process.extract(title, choices, scorer=fuzz.ratio, limit=limit, score_cutoff=cutoff)
-        if len(best) == limit:
-            cutoff = max(cutoff, best[-1][1] - 0.01)
-        found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=cutoff)
+        found = process.extract(title, choices, scorer=fuzz.ratio, limit=limit + 8, score_cutoff=cutoff)
+        if len(found) > limit:
+            bound = max(cutoff, found[limit - 1][1] - 0.01)
+            if found[-1][1] >= bound:
+                found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=bound)
         ranked = sorted(((score, keys[i]) for _, score, i in found), key=lambda s: (-s[0], s[1]))
         return [Candidate(key, self.shown[key], round(score, 1)) for score, key in ranked[:limit]]
 
