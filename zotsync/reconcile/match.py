@@ -161,6 +161,9 @@ class TitleIndex:
         self.titles = titles  # item key → normalised title
         self.shown = shown if shown is not None else titles  # item key → the title as Zotero has it
         self._postings: dict[str, set[str]] | None = None
+        # (blocking words, among) → the candidates' keys and titles, in key order. Many titles block on
+        # the same words (often one common word), so each candidate list is built once, not per title.
+        self._blocks: dict[tuple[tuple[str, ...], frozenset[str] | None], tuple[list[str], list[str]]] = {}
 
     @property
     def postings(self) -> dict[str, set[str]]:
@@ -174,25 +177,14 @@ class TitleIndex:
         return self._postings
 
     def nearest(
-        self, title: str, among: set[str] | None = None, limit: int = 3, cutoff: float = 0
+        self, title: str, among: frozenset[str] | None = None, limit: int = 3, cutoff: float = 0
     ) -> list[Candidate]:
         """The best-scoring items that share two of the title's three rarest words, best first (one word
         when the title has only one): a single edit — a typo, a word swapped, dropped or added — spoils at
         most one of them, while unrelated titles rarely share two rare words."""
         postings = self.postings
         words = sorted((w for w in title_words(title) if w in postings), key=lambda w: (len(postings[w]), w))
-        words = words[:_RARE_WORDS]
-        # Keys in two of the (up to three) postings — set operations, which run in C.
-        sets = [postings[w] for w in words]
-        if len(sets) < 2:
-            keys = set(sets[0]) if sets else set()
-        else:
-            keys = sets[0] & sets[1]
-            if len(sets) == 3:
-                keys |= (sets[0] | sets[1]) & sets[2]
-        if among is not None:
-            keys &= among
-        choices = {k: self.titles[k] for k in keys}
+        keys, choices = self._block(tuple(words[:_RARE_WORDS]), among)
         # Only the best `limit` matter: the limit-th best score (ties included) bounds a second pass, so a
         # report does not sort thousands of weak candidates. 0.01 below it: rapidfuzz turns a cutoff
         # into a distance bound, and float rounding there could drop a candidate right at the bound.
@@ -200,8 +192,25 @@ class TitleIndex:
         if len(best) == limit:
             cutoff = max(cutoff, best[-1][1] - 0.01)
         found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=cutoff)
-        ranked = sorted(((score, key) for _, score, key in found), key=lambda s: (-s[0], s[1]))
+        ranked = sorted(((score, keys[i]) for _, score, i in found), key=lambda s: (-s[0], s[1]))
         return [Candidate(key, self.shown[key], round(score, 1)) for score, key in ranked[:limit]]
+
+    def _block(self, words: tuple[str, ...], among: frozenset[str] | None) -> tuple[list[str], list[str]]:
+        """Keys in two of the (up to three) words' postings — set operations, which run in C — and
+        their titles."""
+        if (block := self._blocks.get((words, among))) is None:
+            sets = [self.postings[w] for w in words]
+            if len(sets) < 2:
+                found = set(sets[0]) if sets else set()
+            else:
+                found = sets[0] & sets[1]
+                if len(sets) == 3:
+                    found |= (sets[0] | sets[1]) & sets[2]
+            if among is not None:
+                found &= among
+            keys = sorted(found)
+            block = self._blocks[(words, among)] = (keys, [self.titles[k] for k in keys])
+        return block
 
 
 def title_words(title: str) -> set[str]:
@@ -297,7 +306,7 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
     result.titles = index_of_titles
     if open_claims and candidates:
         wanted = {}
-        remaining = set(candidates)
+        remaining = frozenset(candidates)
         for title_key in open_claims:
             # A runner-up below threshold − margin cannot spoil the lead, so it need not be scored.
             best = index_of_titles.nearest(
