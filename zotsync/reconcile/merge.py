@@ -8,7 +8,7 @@ filled from Zotero.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
 from . import normalize
@@ -65,7 +65,7 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             continue
         base = row.uncurated(item, UNFILED)  # built once per item, then placed in each of its categories
         for category in [paths[c] for c in item.collections if c in paths] or [UNFILED]:
-            uncurated[category].append(base if category == UNFILED else replace(base, category=category))
+            uncurated[category].append(base if category == UNFILED else _placed(base, category))
 
     ordered: list[Placement] = []
     # Unfiled is not a collection path: it closes the page rather than sorting among them.
@@ -73,6 +73,16 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
         ordered += rows.get(category, [])
         ordered += sorted(uncurated.get(category, []), key=sort_key)
     return Reconciliation(tuple(ordered), matches, tuple(dict.fromkeys(conflicts)))
+
+
+_PLACEMENT_FIELDS = tuple(f.name for f in fields(Placement))
+
+
+def _placed(base: Placement, category: str) -> Placement:
+    """`base` in another category: dataclasses.replace, without its per-call field inspection."""
+    values = {name: getattr(base, name) for name in _PLACEMENT_FIELDS}
+    values["category"] = category
+    return Placement(**values)
 
 
 def merge_links(curated: tuple[Link, ...], zotero: tuple[Link, ...]) -> tuple[Link, ...]:
