@@ -60,6 +60,17 @@ def _generation_triggers(*tables: str) -> str:
 
 
 _T = TypeVar("_T")
+_scan_json = json.JSONDecoder().scan_once
+
+
+def _json(text: str) -> Any:
+    """json.loads for the store's own JSON (written without leading blanks): its C scanner directly, as
+    three Python layers around it cost more than the scan itself, 175,000 times at 100k items."""
+    try:
+        return _scan_json(text, 0)[0]
+    except StopIteration:
+        return json.loads(text)  # not what the store writes: let json name the fault
+
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the library mirror and its sync state
@@ -576,7 +587,7 @@ class Store:
             if next_memberships is not None and next_memberships[0] == key:
                 item_collections = tuple(c for (c,) in next_memberships[1])
                 next_memberships = next(memberships, None)
-            people = tuple(Creator(**c) for c in json.loads(creators)) if creators != "[]" else ()
+            people = tuple(Creator(**c) for c in _json(creators)) if creators != "[]" else ()
             items.append(
                 Item(
                     key=key,
@@ -590,7 +601,7 @@ class Store:
                     deleted=bool(deleted),
                     library_type=library_type,
                     library_id=library_id,
-                    fields=json.loads(fields),
+                    fields=_json(fields),
                 )
             )
         collections = tuple(
