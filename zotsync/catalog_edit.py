@@ -9,7 +9,6 @@ exactly the intended change, or the edit is refused. Pure functions, text in and
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
@@ -505,9 +504,7 @@ def _verify(
         parsed = parse_catalogue(raw_new, Path(doc.name))
     except ConfigError as exc:  # CatalogError included
         raise CatalogEditError(f"the edit would break the catalogue ({exc}); not written") from None
-    if _strip_lines(parsed) != _strip_lines(expect(doc.catalogue)) or raw_new != expect_raw(
-        copy.deepcopy(doc.raw)
-    ):
+    if _strip_lines(parsed) != _strip_lines(expect(doc.catalogue)) or raw_new != expect_raw(doc.raw):
         raise CatalogEditError(
             f"{doc.name}: cannot edit this layout safely (the result would differ by more than the "
             "intended lines); not written — please edit by hand"
@@ -523,23 +520,35 @@ def _map_entries(catalogue: Catalogue, change: Callable[[CatalogueEntry], Catalo
     return dataclasses.replace(catalogue, categories=categories)
 
 
+# The expected raw data after an edit: new dicts and lists along the changed path only, so the parsed
+# original stays as it is without a deep copy of 10,000 entries (equality ignores LineDict's marks).
 def _expect_raw_pin(raw: Any, title: str, key: str) -> Any:
     wanted = normalize.title(title)
-    for category in raw.get("categories") or ():
-        for entry in category.get("entries") or ():
-            if normalize.title(text_of(entry, "title") or "") == wanted:
-                entry["zotero_key"] = key
-    return raw
+
+    def after(entry: Any) -> Any:
+        if normalize.title(text_of(entry, "title") or "") == wanted:
+            return {**entry, "zotero_key": key}
+        return entry
+
+    categories = raw.get("categories")
+    if not categories:
+        return raw
+    return {
+        **raw,
+        "categories": [
+            {**c, "entries": [after(e) for e in c["entries"]]} if c.get("entries") else c for c in categories
+        ],
+    }
 
 
 def _expect_raw_adopt(raw: Any, category: str, title: str, key: str) -> Any:
     new = {"title": title, "zotero_key": key}
-    for found in raw.get("categories") or ():
+    categories = list(raw.get("categories") or ())
+    for position, found in enumerate(categories):
         if (text_of(found, "name") or "").strip() == category:
-            found["entries"] = [*(found.get("entries") or ()), new]
-            return raw
-    raw["categories"] = [*(raw.get("categories") or ()), {"name": category, "entries": [new]}]
-    return raw
+            categories[position] = {**found, "entries": [*(found.get("entries") or ()), new]}
+            return {**raw, "categories": categories}
+    return {**raw, "categories": [*categories, {"name": category, "entries": [new]}]}
 
 
 def check_key(key: str) -> str:
