@@ -72,10 +72,17 @@ def _drop_generation_triggers(*tables: str) -> str:
     )
 
 
+# One encoder each, built once (json.dumps with options builds one per call). The stored text must not
+# change: a `pull --full` compares it with what it would write.
+_CREATORS_JSON = json.JSONEncoder(ensure_ascii=False).encode
+_FIELDS_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+_PAGE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _page_fields_json(fields: Mapping[str, Any]) -> str:
     """What `_page_fields_sql` makes of `fields`: the PAGE_FIELDS present and not null."""
     page = {f: fields[f] for f in PAGE_FIELDS if fields.get(f) is not None}
-    return json.dumps(page, ensure_ascii=False, separators=(",", ":"))
+    return _PAGE_JSON(page)
 
 
 _T = TypeVar("_T")
@@ -719,8 +726,8 @@ def _item_row(item: Item) -> _ItemRow:
         item.parent_key,
         item.title,
         int(item.deleted),
-        json.dumps(creators, ensure_ascii=False),
-        json.dumps(dict(item.fields), ensure_ascii=False, sort_keys=True),
+        _CREATORS_JSON(creators) if creators else "[]",
+        _FIELDS_JSON(dict(item.fields)),
     )
     return row, tuple((t.name, t.type) for t in item.tags), item.collections
 
