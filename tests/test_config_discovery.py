@@ -85,6 +85,20 @@ def test_no_config_anywhere_names_the_places_and_init(places, run) -> None:
     assert "zotsync init" in line
 
 
+@pytest.mark.parametrize("where", ["zotsync.yaml", "config/zotsync.yaml"])
+def test_from_a_subfolder_the_error_points_at_the_config_above_without_using_it(
+    places, run, monkeypatch, where: str
+) -> None:
+    demo_config((places["here"] / where).parent, "above")
+    below = places["here"] / "exports" / "md"
+    below.mkdir(parents=True)
+    monkeypatch.chdir(below)
+    result = run("status")
+    assert result.code == 2
+    assert result.err.endswith(f"; found ../../{where}: run from there or pass --config\n")
+    assert "zotsync init" not in result.err
+
+
 def test_a_named_config_that_is_missing_is_not_replaced_by_another(places, run, monkeypatch) -> None:
     demo_config(places["here"], "here")
     monkeypatch.setenv("ZOTSYNC_CONFIG", str(places["env"] / "zotsync.yaml"))

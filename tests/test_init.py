@@ -177,3 +177,41 @@ def test_the_fake_zotero_server_runs_standalone_for_a_walkthrough(tmp_path: Path
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_the_fake_zotero_server_on_a_taken_port_says_so_in_one_line() -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "zotero_server.py"), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert (done.returncode, done.stdout) == (1, "")
+    [line] = done.stderr.splitlines()  # one line, no traceback ("Address already in use" on Linux)
+    assert line.startswith(f"zotero_server.py: cannot listen on 127.0.0.1:{port} (")
+    assert line.endswith("); --port 0 takes any free port")
+
+
+def test_the_catalogue_templates_example_stays_true_after_an_adoption(project: Path, run) -> None:
+    """`adopt --new-category` replaces `categories: []`: the comment must not then speak of a `[]` above,
+    and uncommenting the example must still add a category."""
+    from zotsync.commands.init import CATALOG_TEMPLATE
+
+    config = str(project / "config" / "zotsync.yaml")
+    catalog = project / "seeds" / "catalog.yaml"
+    catalog.write_text(CATALOG_TEMPLATE, encoding="utf-8")
+    assert run("-q", "--config", config, "sync").code == 0
+    key = json.loads(run("--config", config, "list", "--format", "json").out)[0]["zotero_key"]
+    assert run("--config", config, "adopt", key, "--category", "First", "--new-category").code == 0
+    text = catalog.read_text(encoding="utf-8")
+    assert "\ncategories: []" not in text and "the `[]` above" not in text
+    example = "\n".join(line[1:] if line.startswith("#  ") else line for line in text.splitlines())
+    assert [c["name"] for c in yaml.safe_load(example)["categories"]] == ["First", "Compilers"]

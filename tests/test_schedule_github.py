@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from zotsync import __version__
+from zotsync.schedule import github
 
 WORKFLOW = Path(".github") / "workflows" / "zotsync.yml"
 
@@ -44,8 +45,10 @@ def test_the_workflow_runs_on_a_schedule_and_on_demand_and_commits_on_change(
     project, run, monkeypatch
 ) -> None:
     monkeypatch.chdir(project)
+    monkeypatch.setattr(github, "installed_from", lambda: None)  # as from a wheel, not a git checkout
     result = write(run, project)
     assert f"wrote {WORKFLOW} (every 1h, in UTC)" in result.err and "ZOTERO_API_KEY" in result.err
+    assert f"the runner installs: pip install zotsync=={__version__} (--install SPEC" in result.err
     workflow = load(project / WORKFLOW)
     on = triggers(workflow)
     assert on["schedule"] == [{"cron": "17 * * * *"}] and "workflow_dispatch" in on
@@ -195,3 +198,28 @@ def test_the_steps_sync_then_commit_and_push_only_on_change(project, run, monkey
     assert run_step(sync) == 0 and not changed()  # nothing changed: exit 0, no commit step
     (project / "seeds" / "zotero-library.json").write_text("[{", encoding="utf-8")
     assert run_step(sync) == 1  # a failure fails the job, with zotsync's exit code
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_zotsync_installed_from_a_git_checkout_is_installed_from_that_repository(
+    project, run, monkeypatch, tmp_path: Path
+) -> None:
+    """Outside a clone of zotsync the release may be on no registry: the runner installs zotsync from
+    the public repository the running zotsync's checkout came from."""
+    checkout = tmp_path / "zotsync-checkout"
+    checkout.mkdir()
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    remote = "https://example.org/someone/zotsync.git"
+    subprocess.run(["git", "-C", str(checkout), "remote", "add", "origin", remote], check=True)
+    assert github.installed_from({"url": checkout.as_uri(), "dir_info": {"editable": True}}) == remote
+    assert github.installed_from({"url": remote, "vcs_info": {"vcs": "git", "commit_id": "0" * 40}}) == remote
+    assert github.installed_from({"url": (tmp_path / "no-git").as_uri(), "dir_info": {}}) is None
+
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(github, "installed_from", lambda: remote)
+    result = write(run, project)
+    assert (
+        step(load(project / WORKFLOW), "Install zotsync")["run"]
+        == f"python -m pip install 'zotsync @ git+{remote}'"
+    )
+    assert f"the runner installs: pip install zotsync @ git+{remote} (--install SPEC" in result.err

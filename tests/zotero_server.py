@@ -20,6 +20,7 @@ import functools
 import json
 import random
 import socket
+import sys
 import threading
 import time
 import zlib
@@ -1005,7 +1006,7 @@ def synthetic_library(
 def main(argv: list[str] | None = None) -> int:
     """Serve a snapshot as a Zotero Web API on 127.0.0.1 until Ctrl-C, to try the web source by hand:
 
-    python tests/zotero_server.py [SNAPSHOT] [--port 8085] [--key KEY]
+    python3 tests/zotero_server.py [SNAPSHOT] [--port 8085] [--key KEY]
     """
     import argparse
 
@@ -1016,7 +1017,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", help="the API key it accepts; without one the library is public")
     args = parser.parse_args(argv)
     library = FakeLibrary.from_snapshot(args.snapshot, public=args.key is None)
-    server = ZoteroServer(library, keys={args.key: None} if args.key else {}, port=args.port)
+    try:
+        server = ZoteroServer(library, keys={args.key: None} if args.key else {}, port=args.port)
+    except OSError as exc:  # the port is taken, most likely: one line, not a traceback
+        print(
+            f"zotero_server.py: cannot listen on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
+            "--port 0 takes any free port",
+            file=sys.stderr,
+        )
+        return 1
     with server:
         print(f"serving {library.prefix} (library version {library.version}) at {server.url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):

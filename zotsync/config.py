@@ -126,10 +126,24 @@ def find_config(explicit: str | None = None, environ: Mapping[str, str] | None =
         if candidate.is_file():
             return candidate
     looked = ", ".join(str(c) if c.is_absolute() else f"./{c.as_posix()}" for c in candidates)
-    raise ConfigError(
-        f"no config file: looked for --config, $ZOTSYNC_CONFIG, {looked}; "
-        "run `zotsync init` to start a reading list here"
+    above = _config_above()
+    advice = (
+        f"found {above}: run from there or pass --config"
+        if above
+        else "run `zotsync init` to start a reading list here"
     )
+    raise ConfigError(f"no config file: looked for --config, $ZOTSYNC_CONFIG, {looked}; {advice}")
+
+
+def _config_above() -> str | None:
+    """The nearest config in a folder above this one (`../zotsync.yaml`), to point at, never to use: the
+    discovery order is the contract's."""
+    here = Path.cwd()
+    for up, folder in enumerate(here.parents, start=1):
+        for candidate in SEARCH_PATHS:
+            if (folder / candidate).is_file():
+                return (Path(*[".."] * up) / candidate).as_posix()
+    return None
 
 
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:

@@ -173,8 +173,8 @@ CATALOG_TEMPLATE = """\
 title: My reading list
 # description: A line under the title.
 categories: []
-# An example category (uncomment it and drop the `[]` above, or let
-# `zotsync adopt KEY --category NAME --new-category` start one):
+# An example category: uncomment it to add it (after `categories: []`, drop that `[]`), or let
+# `zotsync adopt KEY --category NAME --new-category` start one:
 #  - name: Compilers
 #    entries:
 #      - title: "Attention Is All You Need"   # matched to a Zotero item by title, DOI or zotero_key

@@ -70,6 +70,7 @@ class MatchResult:
     titles: TitleIndex | None = None
     candidates: dict[str, Item] = field(default_factory=dict)  # regular, untrashed items by key
     _duplicates: list[Duplicate] | None = None
+    _unmatched_indexed: bool = False
 
     @property
     def duplicates(self) -> list[Duplicate]:
@@ -84,7 +85,12 @@ class MatchResult:
 
     def nearest(self, title: str, limit: int = 3) -> list[Candidate]:
         """The library items whose titles come closest (for reports; computed on demand)."""
-        return self.titles.nearest(normalize.title(title), limit=limit) if self.titles else []
+        if not self.titles:
+            return []
+        if not self._unmatched_indexed:  # a report asks about each unmatched title: index them at once
+            self.titles.index(normalize.title(u.title) for u in self.unmatched)
+            self._unmatched_indexed = True
+        return self.titles.nearest(normalize.title(title), limit=limit)
 
 
 @dataclass(slots=True)
@@ -160,48 +166,69 @@ class TitleIndex:
     def __init__(self, titles: dict[str, str], shown: Mapping[str, str] | None = None) -> None:
         self.titles = titles  # item key → normalised title
         self.shown = shown if shown is not None else titles  # item key → the title as Zotero has it
-        self._postings: dict[str, set[str]] | None = None
+        # word → keys of the titles that contain it, only for the words of titles looked up so far: a
+        # run asks about a few thousand curated titles, not about every word of 100,000 items.
+        self._postings: dict[str, set[str]] = {}
+        # (blocking words, among) → the candidates' keys and titles, in key order. Many titles block on
+        # the same words (often one common word), so each candidate list is built once, not per title.
+        self._blocks: dict[tuple[tuple[str, ...], frozenset[str] | None], tuple[list[str], list[str]]] = {}
 
-    @property
-    def postings(self) -> dict[str, set[str]]:
-        """word → keys of the titles that contain it; built on first use (most runs never need it)."""
-        if self._postings is None:
-            postings: dict[str, set[str]] = defaultdict(set)
-            for key, title in self.titles.items():
-                for word in title_words(title):
-                    postings[word].add(key)
-            self._postings = postings
-        return self._postings
+    def index(self, titles: Iterable[str]) -> None:
+        """Index the words of these (normalised) titles, in one pass over the library for all of them."""
+        postings = self._postings
+        vocabulary = {w for title in titles for w in title_words(title) if w not in postings}
+        if not vocabulary:
+            return
+        for word in vocabulary:
+            postings[word] = set()
+        for key, title in self.titles.items():
+            # An ASCII title's blocking words are its words of 3+ letters, and the vocabulary has no
+            # shorter ones: intersecting with its split words is title_words without the Python loop.
+            if title.isascii():
+                found = vocabulary.intersection(title.split())
+            else:
+                found = vocabulary & title_words(title)
+            for word in found:
+                postings[word].add(key)
 
     def nearest(
-        self, title: str, among: set[str] | None = None, limit: int = 3, cutoff: float = 0
+        self, title: str, among: frozenset[str] | None = None, limit: int = 3, cutoff: float = 0
     ) -> list[Candidate]:
         """The best-scoring items that share two of the title's three rarest words, best first (one word
         when the title has only one): a single edit — a typo, a word swapped, dropped or added — spoils at
         most one of them, while unrelated titles rarely share two rare words."""
-        postings = self.postings
-        words = sorted((w for w in title_words(title) if w in postings), key=lambda w: (len(postings[w]), w))
-        words = words[:_RARE_WORDS]
-        # Keys in two of the (up to three) postings — set operations, which run in C.
-        sets = [postings[w] for w in words]
-        if len(sets) < 2:
-            keys = set(sets[0]) if sets else set()
-        else:
-            keys = sets[0] & sets[1]
-            if len(sets) == 3:
-                keys |= (sets[0] | sets[1]) & sets[2]
-        if among is not None:
-            keys &= among
-        choices = {k: self.titles[k] for k in keys}
-        # Only the best `limit` matter: the limit-th best score (ties included) bounds a second pass, so a
-        # report does not sort thousands of weak candidates. 0.01 below it: rapidfuzz turns a cutoff
+        self.index([title])
+        postings = self._postings
+        words = sorted((w for w in title_words(title) if postings[w]), key=lambda w: (len(postings[w]), w))
+        keys, choices = self._block(tuple(words[:_RARE_WORDS]), among)
+        # Only the best `limit` matter, ties at the limit-th score included. A few spare places usually
+        # hold every tie: when the last of them scores below that bound, nothing outside them can reach
+        # it; else a second pass takes all at or above it. 0.01 below the bound: rapidfuzz turns a cutoff
         # into a distance bound, and float rounding there could drop a candidate right at the bound.
-        best = process.extract(title, choices, scorer=fuzz.ratio, limit=limit, score_cutoff=cutoff)
-        if len(best) == limit:
-            cutoff = max(cutoff, best[-1][1] - 0.01)
-        found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=cutoff)
-        ranked = sorted(((score, key) for _, score, key in found), key=lambda s: (-s[0], s[1]))
+        found = process.extract(title, choices, scorer=fuzz.ratio, limit=limit + 8, score_cutoff=cutoff)
+        if len(found) > limit:
+            bound = max(cutoff, found[limit - 1][1] - 0.01)
+            if found[-1][1] >= bound:
+                found = process.extract(title, choices, scorer=fuzz.ratio, limit=None, score_cutoff=bound)
+        ranked = sorted(((score, keys[i]) for _, score, i in found), key=lambda s: (-s[0], s[1]))
         return [Candidate(key, self.shown[key], round(score, 1)) for score, key in ranked[:limit]]
+
+    def _block(self, words: tuple[str, ...], among: frozenset[str] | None) -> tuple[list[str], list[str]]:
+        """Keys in two of the (up to three) words' postings — set operations, which run in C — and
+        their titles."""
+        if (block := self._blocks.get((words, among))) is None:
+            sets = [self._postings[w] for w in words]
+            if len(sets) < 2:
+                found = set(sets[0]) if sets else set()
+            else:
+                found = sets[0] & sets[1]
+                if len(sets) == 3:
+                    found |= (sets[0] | sets[1]) & sets[2]
+            if among is not None:
+                found &= among
+            keys = sorted(found)
+            block = self._blocks[(words, among)] = (keys, [self.titles[k] for k in keys])
+        return block
 
 
 def title_words(title: str) -> set[str]:
@@ -297,7 +324,8 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
     result.titles = index_of_titles
     if open_claims and candidates:
         wanted = {}
-        remaining = set(candidates)
+        remaining = frozenset(candidates)
+        index_of_titles.index(open_claims)
         for title_key in open_claims:
             # A runner-up below threshold − margin cannot spoil the lead, so it need not be scored.
             best = index_of_titles.nearest(

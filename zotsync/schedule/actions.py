@@ -95,6 +95,9 @@ def write_workflow(
         raise ConfigError(f"{output} exists: --force replaces it")
     write_atomically(output, text)
     state.say(f"wrote {output} ({words}, in UTC)")
+    if install_spec is None:
+        spec = github.default_install(Path.cwd())
+        state.say(f"the runner installs: pip install {spec} (--install SPEC chooses another)")
     state.say(
         "next: add the repository secret ZOTERO_API_KEY, commit and push the workflow, then run it "
         "once from the Actions tab (docs/scheduling.md)"
