@@ -498,3 +498,30 @@ def test_crlf_catalogue_stays_crlf_through_the_command(synced: Path, run) -> Non
         '      - title: "Automatic Horizontal Fusion for GPU Kernels"\r\n'
         f'        zotero_key: "{UNCURATED}"\r\n'
     )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("pin", "The tensor algebra compiler", "ACQ3YSAF"), ("adopt", UNCURATED, "--category", "Compiler")],
+)
+def test_an_edit_parses_the_catalogue_at_most_twice(synced: Path, run, monkeypatch, args) -> None:
+    """Once for matching and the edit, once for the proof of the edit: a 10,000-entry catalogue costs
+    about a second per parse."""
+    import yaml
+
+    catalog = synced / "seeds" / "catalog.yaml"
+    parses: list[str] = []
+    for name in ("compose", "load"):
+        real = getattr(yaml, name)
+
+        def counted(stream, *rest, real=real, **kwargs):
+            if isinstance(stream, str) and "categories" in stream:  # the catalogue, not the config
+                parses.append(real.__name__)
+            return real(stream, *rest, **kwargs)
+
+        monkeypatch.setattr(yaml, name, counted)
+    old = catalog.read_text(encoding="utf-8")
+    result = run("--config", config_of(synced), *args)
+    assert result.code == 0, result.err
+    assert catalog.read_text(encoding="utf-8") != old
+    assert len(parses) <= 2, parses

@@ -6,12 +6,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-import pytest
 from conftest import SEEDS
 from factories import api_item, api_pdf, write_json
 from zotero_server import synthetic_library
 
-from zotsync import store as store_module
 from zotsync.catalog import load_catalogue
 from zotsync.export import RENDERERS, Page
 from zotsync.reconcile import Options, reconcile
@@ -89,13 +87,19 @@ def test_the_lean_load_leaves_abstracts_and_notes_in_the_store(tmp_path: Path) -
     )
 
 
-def test_an_older_store_gets_its_page_fields_on_opening(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_an_older_store_gets_its_page_fields_on_opening(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
-    with monkeypatch.context() as patch:
-        patch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:2])
-        with Store(path) as old:
-            pull(SnapshotSource(SEEDS / "zotero-library.json"), old)
-            assert old.schema_version == 2
+    with Store(path) as store:
+        pull(SnapshotSource(SEEDS / "zotero-library.json"), store)
+    # Back to the schema-2 store an older zotsync wrote: no side table, no triggers.
+    db = sqlite3.connect(path)
+    for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute("DROP TABLE item_page")
+    db.execute("DELETE FROM sync_state WHERE name = 'content_generation'")
+    db.execute("DELETE FROM schema_migrations WHERE version > 2")
+    db.commit()
+    db.close()
     with Store(path) as store:
         assert store.schema_version >= 3
         lean = {i.key: i.fields for i in store.load_page().items}

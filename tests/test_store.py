@@ -136,16 +136,17 @@ def test_a_failure_mid_pull_leaves_the_previous_state(
             obj["version"] = obj["data"]["version"] = obj["version"] + 1000
         write_json(path, objects)
         calls = 0
-        real = store_module._write_item
+        real = store_module._item_row
 
-        def fail_halfway(db, item):
+        def fail_halfway(item):
             nonlocal calls
             calls += 1
             if calls == 30:
                 raise OSError("disk full")
-            real(db, item)
+            return real(item)
 
-        monkeypatch.setattr(store_module, "_write_item", fail_halfway)
+        monkeypatch.setattr(store_module, "_BATCH", 10)  # two batches are written when it fails
+        monkeypatch.setattr(store_module, "_item_row", fail_halfway)
         with pytest.raises(OSError):
             pull(SnapshotSource(path), store)
         assert (snapshot_rows(store), store.library_version) == before
@@ -167,13 +168,14 @@ def test_a_killed_process_leaves_a_consistent_store(tmp_path: Path) -> None:
         import zotsync.store as s
         from zotsync.sources import SnapshotSource
         from zotsync.sync import pull
-        real, calls = s._write_item, [0]
-        def write(db, item):
+        real, calls = s._item_row, [0]
+        def convert(item):
             calls[0] += 1
             if calls[0] == 40:
                 os.kill(os.getpid(), signal.SIGKILL)
-            real(db, item)
-        s._write_item = write
+            return real(item)
+        s._BATCH = 10  # three batches are written when it dies
+        s._item_row = convert
         pull(SnapshotSource(s.Path({str(path)!r})), s.Store(s.Path({str(db_path)!r})))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)

@@ -330,11 +330,12 @@ class CatalogueEdit:
 def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> CatalogueEdit:
     """Record the curator's match: `zotero_key` on every placement of the entry titled `target` (or
     pinned to the key `target`). Holds the run lock, so a concurrent sync never reads half an edit."""
-    with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
-        text, catalogue = _read_catalogue(config)
+    with exclusive_lock(config.store), open_store(config, must_exist=True) as store, bulk_phase():
+        doc = _read_catalogue(config)
+        catalogue = doc.catalogue
         merged = merge(config, catalogue, store)
         item = _regular_item(merged.library.items, zotero_key)
-        result = catalog_edit.pin(text, target, item.key, force=force, name=str(config.catalog))
+        result = catalog_edit.pin(doc, target, item.key, force=force)
         wanted = normalize.title(result.title)
         entries = catalogue.entries  # a tuple built per call: once here
         others = [e for e in entries if e.zotero_key == item.key and normalize.title(e.title) != wanted]
@@ -366,8 +367,9 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
 
 def adopt(config: Config, zotero_key: str, category: str, new_category: bool = False) -> CatalogueEdit:
     """Add a Zotero item to the catalogue as a new curated entry at the end of `category`."""
-    with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
-        text, catalogue = _read_catalogue(config)
+    with exclusive_lock(config.store), open_store(config, must_exist=True) as store, bulk_phase():
+        doc = _read_catalogue(config, for_adopt=True)
+        catalogue = doc.catalogue
         # a mistyped category fails before the library is loaded, with the names it may have meant
         catalog_edit.check_category([c.name for c in catalogue.categories], category, new_category)
         merged = merge(config, catalogue, store)
@@ -380,9 +382,7 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
                 raise catalog_edit.CatalogEditError(
                     f"{item.key} is already in the catalogue under {places} as '{entries[0].title}'"
                 )
-        result = catalog_edit.adopt(
-            text, category, item.title, item.key, create_category=new_category, name=str(config.catalog)
-        )
+        result = catalog_edit.adopt(doc, category, item.title, item.key, create_category=new_category)
         written = write_atomically(config.catalog, result.text)
     messages = []
     if result.created_category:
@@ -402,14 +402,16 @@ def curated_titles(entries: Sequence[CatalogueEntry]) -> dict[str, str]:
     return titles
 
 
-def _read_catalogue(config: Config) -> tuple[str, Catalogue]:
-    """The file's exact text (line endings kept, so an edit keeps them) and its parsed catalogue."""
-    # a broken catalogue: the usual `file:line` error
-    catalogue = load_catalogue(config.catalog, config.path)
+def _read_catalogue(config: Config, for_adopt: bool = False) -> catalog_edit.Document:
+    """The catalogue file parsed once, for matching and for the edit (its exact text, line endings kept,
+    so an edit keeps them)."""
+    if not config.catalog.exists():
+        load_catalogue(config.catalog, config.path)  # the usual error, naming the config's line
     try:
-        return config.catalog.read_bytes().decode("utf-8"), catalogue
+        text = config.catalog.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {exc}") from exc
+    return catalog_edit.Document(text, str(config.catalog), for_adopt=for_adopt)
 
 
 def _regular_item(items: Sequence[Item], key: str) -> Item:

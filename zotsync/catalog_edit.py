@@ -9,7 +9,6 @@ exactly the intended change, or the edit is refused. Pure functions, text in and
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
@@ -24,7 +23,7 @@ from .catalog import ZOTERO_KEY, parse_catalogue
 from .errors import CatalogError, ConfigError
 from .model import Catalogue, CatalogueEntry, Category
 from .reconcile import normalize
-from .yamlio import compose, parse_yaml, text_of
+from .yamlio import parse_with_nodes, parse_yaml, text_of
 
 _NULL = "tag:yaml.org,2002:null"
 _BREAK = re.compile(r"\r\n|\r|\n")
@@ -77,20 +76,22 @@ class _EntryNode:
     title: str
 
 
-class _Document:
-    """The catalogue's node tree, with what the edits need to find their place."""
+class Document:
+    """The catalogue's node tree, with what the edits need to find their place, and the catalogue it
+    parses to: one parse serves the caller (matching), the edit and the edit's proof. `for_adopt`: an
+    empty catalogue (nothing, or only comments) gains a `categories:` key to adopt into."""
 
-    def __init__(self, text: str, name: str) -> None:
+    def __init__(self, text: str, name: str, *, for_adopt: bool = False) -> None:
+        try:
+            root, self.raw = parse_with_nodes(text, name)  # the proof of the edit compares with raw
+            if root is None and for_adopt:
+                text += ("" if not text or text.endswith(("\n", "\r")) else "\n") + "categories:\n"
+                root, self.raw = parse_with_nodes(text, name)
+        except ConfigError as exc:
+            raise CatalogEditError(f"{exc}; not edited") from None
         self.text = text
         self.name = name
-        self.raw = _parse_raw(text, name)  # parsed once: the proof of the edit compares with it
         self.catalogue = parse_catalogue(self.raw, Path(name))  # also proves the node shapes below
-        try:
-            root = compose(text)
-        except yaml.YAMLError as exc:  # _parse succeeded, so this is unlikely; still one line
-            raise CatalogEditError(
-                f"cannot edit this catalogue ({name}: {' '.join(str(exc).split())})"
-            ) from None
         if not isinstance(root, yaml.MappingNode):
             raise CatalogEditError(f"{name}: the catalogue is empty; add a 'categories:' list first")
         self.root = root
@@ -141,12 +142,14 @@ class _Document:
 # -- the two edits ------------------------------------------------------------------------------------
 
 
-def pin(text: str, target: str, key: str, *, force: bool = False, name: str = "catalog.yaml") -> EditResult:
+def pin(
+    text: str | Document, target: str, key: str, *, force: bool = False, name: str = "catalog.yaml"
+) -> EditResult:
     """Add `zotero_key: "KEY"` to every curated entry titled `target` (normalised), or already pinned
     to the key `target`. A different existing key is refused unless `force`, which replaces it in place.
     """
     key = check_key(key)
-    doc = _Document(text, name)
+    doc = text if isinstance(text, Document) else Document(text, name)
     chosen = _select(doc, target)
     title = chosen[0].title
     edits: list[_Edit] = []
@@ -183,19 +186,8 @@ def pin(text: str, target: str, key: str, *, force: bool = False, name: str = "c
     return result
 
 
-def _with_root(text: str) -> str:
-    """An empty catalogue (nothing, or only comments) gains a `categories:` key to adopt into."""
-    try:
-        empty = compose(text) is None
-    except yaml.YAMLError:
-        return text  # _Document reports it, with its line
-    if not empty:
-        return text
-    return text + ("" if not text or text.endswith(("\n", "\r")) else "\n") + "categories:\n"
-
-
 def adopt(
-    text: str,
+    text: str | Document,
     category: str,
     title: str,
     key: str,
@@ -209,7 +201,7 @@ def adopt(
     title, category = title.strip(), category.strip()
     if not title:
         raise CatalogEditError(f"the Zotero item {key} has no title; add one in Zotero first")
-    doc = _Document(_with_root(text), name)
+    doc = text if isinstance(text, Document) else Document(text, name, for_adopt=True)
     for entry in doc.entries:
         if _scalar_text(_value(entry.node, "zotero_key")) == key:
             raise CatalogEditError(f"{key} is already in the catalogue under '{entry.category}'")
@@ -304,7 +296,7 @@ def yaml_quote(value: str) -> str:
 # -- finding ------------------------------------------------------------------------------------------
 
 
-def _select(doc: _Document, target: str) -> list[_EntryNode]:
+def _select(doc: Document, target: str) -> list[_EntryNode]:
     """The entries a `pin` target names: by normalised title, else by the key they are pinned to."""
     wanted = normalize.title(target)
     chosen = [e for e in doc.entries if wanted and normalize.title(e.title) == wanted]
@@ -388,7 +380,7 @@ def _line_after(text: str, position: int) -> int:
     return match.end() if match else len(text)
 
 
-def _insert_lines(doc: _Document, position: int, lines: Sequence[str]) -> _Edit:
+def _insert_lines(doc: Document, position: int, lines: Sequence[str]) -> _Edit:
     eol = doc.style.eol
     if position == len(doc.text) and doc.text and doc.text[-1] not in "\r\n":
         return _Edit(position, position, eol + eol.join(lines))  # the file had no final newline; keep it so
@@ -398,7 +390,7 @@ def _insert_lines(doc: _Document, position: int, lines: Sequence[str]) -> _Edit:
 # -- edits --------------------------------------------------------------------------------------------
 
 
-def _add_key(doc: _Document, mapping: yaml.MappingNode, name: str, key: str) -> _Edit:
+def _add_key(doc: Document, mapping: yaml.MappingNode, name: str, key: str) -> _Edit:
     pair = f"{name}: {yaml_quote(key)}"
     if not _is_block(mapping):  # `- {title: X}`: one more pair inside the braces
         end = mapping.value[-1][1].end_mark.index if mapping.value else mapping.start_mark.index + 1
@@ -407,7 +399,7 @@ def _add_key(doc: _Document, mapping: yaml.MappingNode, name: str, key: str) -> 
     return _insert_lines(doc, position, [" " * _key_column(mapping) + pair])
 
 
-def _replace_scalar(doc: _Document, node: yaml.ScalarNode, key: str) -> _Edit:
+def _replace_scalar(doc: Document, node: yaml.ScalarNode, key: str) -> _Edit:
     start, end = node.start_mark.index, node.end_mark.index
     if node.style in ("|", ">"):
         raise CatalogEditError(f"{doc.name}:{node.start_mark.line + 1}: zotero_key is a block scalar")
@@ -430,7 +422,7 @@ def _dashed(lines: Sequence[tuple[int, str]], gap: int) -> list[tuple[int, str]]
 
 
 def _append(
-    doc: _Document,
+    doc: Document,
     owner: yaml.MappingNode,
     name: str,
     item: Sequence[tuple[int, str]],
@@ -500,7 +492,7 @@ def _parse_raw(text: str, name: str) -> Any:
 
 
 def _verify(
-    doc: _Document,
+    doc: Document,
     new_text: str,
     expect: Callable[[Catalogue], Catalogue],
     expect_raw: Callable[[Any], Any],
@@ -512,9 +504,7 @@ def _verify(
         parsed = parse_catalogue(raw_new, Path(doc.name))
     except ConfigError as exc:  # CatalogError included
         raise CatalogEditError(f"the edit would break the catalogue ({exc}); not written") from None
-    if _strip_lines(parsed) != _strip_lines(expect(doc.catalogue)) or raw_new != expect_raw(
-        copy.deepcopy(doc.raw)
-    ):
+    if _strip_lines(parsed) != _strip_lines(expect(doc.catalogue)) or raw_new != expect_raw(doc.raw):
         raise CatalogEditError(
             f"{doc.name}: cannot edit this layout safely (the result would differ by more than the "
             "intended lines); not written — please edit by hand"
@@ -530,23 +520,35 @@ def _map_entries(catalogue: Catalogue, change: Callable[[CatalogueEntry], Catalo
     return dataclasses.replace(catalogue, categories=categories)
 
 
+# The expected raw data after an edit: new dicts and lists along the changed path only, so the parsed
+# original stays as it is without a deep copy of 10,000 entries (equality ignores LineDict's marks).
 def _expect_raw_pin(raw: Any, title: str, key: str) -> Any:
     wanted = normalize.title(title)
-    for category in raw.get("categories") or ():
-        for entry in category.get("entries") or ():
-            if normalize.title(text_of(entry, "title") or "") == wanted:
-                entry["zotero_key"] = key
-    return raw
+
+    def after(entry: Any) -> Any:
+        if normalize.title(text_of(entry, "title") or "") == wanted:
+            return {**entry, "zotero_key": key}
+        return entry
+
+    categories = raw.get("categories")
+    if not categories:
+        return raw
+    return {
+        **raw,
+        "categories": [
+            {**c, "entries": [after(e) for e in c["entries"]]} if c.get("entries") else c for c in categories
+        ],
+    }
 
 
 def _expect_raw_adopt(raw: Any, category: str, title: str, key: str) -> Any:
     new = {"title": title, "zotero_key": key}
-    for found in raw.get("categories") or ():
+    categories = list(raw.get("categories") or ())
+    for position, found in enumerate(categories):
         if (text_of(found, "name") or "").strip() == category:
-            found["entries"] = [*(found.get("entries") or ()), new]
-            return raw
-    raw["categories"] = [*(raw.get("categories") or ()), {"name": category, "entries": [new]}]
-    return raw
+            categories[position] = {**found, "entries": [*(found.get("entries") or ()), new]}
+            return {**raw, "categories": categories}
+    return {**raw, "categories": [*categories, {"name": category, "entries": [new]}]}
 
 
 def check_key(key: str) -> str:

@@ -8,6 +8,8 @@ Parsing runs on libyaml (PyYAML's C loader, several times faster) when it is ins
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,8 @@ class LineDict(dict[str, Any]):
 
 
 class _StrictLoader(_BaseLoader):  # a SafeLoader: no arbitrary objects
+    merged = False  # whether a `<<` merge key was flattened into the node tree
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:  # type: ignore[override]
         if not isinstance(node, yaml.MappingNode):
             raise yaml.constructor.ConstructorError(
@@ -43,6 +47,7 @@ class _StrictLoader(_BaseLoader):  # a SafeLoader: no arbitrary objects
         first: dict[str, yaml.Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE:
+                self.merged = True
                 continue
             key = _key_text(key_node)
             if key in first:
@@ -80,16 +85,39 @@ _StrictLoader.add_constructor(
 )
 
 
-def parse_yaml(text: str, name: str) -> Any:
-    """Parse YAML text strictly; malformed input becomes one ConfigError `name:line: …` saying what to do."""
+@contextlib.contextmanager
+def _one_line_errors(text: str, name: str) -> Iterator[None]:
     try:
-        return yaml.load(text, Loader=_StrictLoader)
+        yield
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(yaml_problem(name, text, exc)) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{name}: malformed YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:  # the pure-Python parser on absurdly deep nesting
         raise ConfigError(f"{name}: malformed YAML: nested too deeply") from None
+
+
+def parse_yaml(text: str, name: str) -> Any:
+    """Parse YAML text strictly; malformed input becomes one ConfigError `name:line: …` saying what to do."""
+    with _one_line_errors(text, name):
+        return yaml.load(text, Loader=_StrictLoader)
+
+
+def parse_with_nodes(text: str, name: str) -> tuple[yaml.Node | None, Any]:
+    """`compose(text)` and `parse_yaml(text, name)` from one parse: the node tree, and the data built
+    from it with the same strict rules and the same errors."""
+    with _one_line_errors(text, name):
+        root = compose(text)
+        if root is None:
+            return None, None
+        loader = _StrictLoader("")
+        try:
+            data = loader.construct_document(root)
+        finally:
+            loader.dispose()
+        if loader.merged:  # constructing flattened the `<<` merges in the tree: edits need it as written
+            root = compose(text)
+        return root, data
 
 
 def compose(text: str) -> yaml.Node | None:
