@@ -47,7 +47,10 @@ def isbn(value: str) -> str:
 def title(value: str) -> str:
     """Fold what varies between copies of one title: Unicode width and forms, case, dashes, punctuation,
     whitespace. CJK characters survive (they are letters), so CJK titles match too."""
-    value = unicodedata.normalize("NFKC", value).translate(_DASHES).casefold()
+    if value.isascii():  # NFKC and the dash table leave ASCII alone, and casefold is lower there
+        value = value.lower()
+    else:
+        value = unicodedata.normalize("NFKC", value).translate(_DASHES).casefold()
     return " ".join(_NOT_WORD.sub(" ", value).split())
 
 
