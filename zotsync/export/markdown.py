@@ -47,7 +47,10 @@ def render_markdown(
     for category, group in groupby(rows, key=lambda row: row.category):
         rendered = "\n".join(table_row(row, labels) for row in group)
         parts.append(f"## {cell(category)}\n\n{header}\n{rendered}")
-    return "\n\n".join(parts) + "\n"
+    # The final newline joins the last part, not the whole page: `join(…) + "\n"` copied it once more
+    # while the parts were still alive (46 MB each at 100k items).
+    parts[-1] += "\n"
+    return "\n\n".join(parts)
 
 
 def table_row(row: Placement, labels: Labels | None = None) -> str:
