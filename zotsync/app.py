@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,28 +13,13 @@ from .catalog import load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
 from .export import RENDERERS, Page, read_regular, write_atomically
+from .gcpause import bulk_phase
 from .model import Catalogue, CatalogueEntry, Item, Library, Placement
 from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
 from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock
 from .sync import PullReport, pull
-
-
-@contextlib.contextmanager
-def bulk_phase() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a run builds its library, page and files: they are
-    hundreds of thousands of objects without cycles, which the collector would scan again and again
-    (about 30% of a run at 100k items, and growing faster than the library). Memory is unchanged: only
-    reference cycles wait, and a run makes few."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 @contextlib.contextmanager

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import gc
 import json
 import logging
 import math
@@ -40,6 +39,7 @@ from pyzotero import Zotero
 
 from ..config import DEFAULT_DEADLINE, SourceConfig
 from ..errors import SourceError
+from ..gcpause import bulk_phase
 from ..model import Collection, InvalidObject, Item, sane_version
 from ..secrets import excerpt, redact, register
 from ..store import Changes
@@ -170,7 +170,7 @@ class WebSource:
         elif since is not None and sane_version(since) is None:
             log.warning("the store holds library version %s, which is no version: reading everything", since)
             since = None
-        with _gc_paused():
+        with bulk_phase():
             return self._changes_since(since)
 
     def _changes_since(self, since: int | None) -> Changes | None:
@@ -821,21 +821,6 @@ class _Inflater:
             if self._z.eof:  # a gzip stream may hold several members, one after the other
                 data, self._z = self._z.unused_data, zlib.decompressobj(zlib.MAX_WBITS | 32)
         return b"".join(out)
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while pages turn into model objects: those are tens of thousands of
-    long-lived objects and no cycles, and the collector's passes over them cost a third of the pull's CPU.
-    Reference counting still frees every dropped page."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _describe(exc: BaseException) -> str:
