@@ -82,3 +82,55 @@ def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     from zotsync.sources.web import WebSource
 
     monkeypatch.setattr(WebSource, "RETRY_WAIT", 0.001)
+
+
+# -- the repository as a clean clone has it, and the wheel built from it (built once per run) -----------
+import importlib.util  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+
+def clean_copy(target: Path) -> Path:
+    """The repository as a fresh clone has it: the files git tracks (or, outside git, the tree without
+    local state)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, timeout=60)
+    if listed.returncode == 0 and listed.stdout:
+        for name in listed.stdout.decode().split("\0"):
+            if name and (ROOT / name).is_file():
+                (target / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, target / name)
+    else:
+        ignore = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__", ".*_cache", ".zotsync")
+        shutil.copytree(ROOT, target, ignore=ignore, dirs_exist_ok=True)
+    return target
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel a user would install, built from a clean copy of the repository."""
+    if importlib.util.find_spec("setuptools") is None:
+        pytest.skip("setuptools is not installed (.[test])")
+    source = clean_copy(tmp_path_factory.mktemp("src"))
+    out = tmp_path_factory.mktemp("wheel")
+    # No build isolation: the test extras bring the build backend, so no registry is reached.
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            ".",
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    (path,) = out.glob("zotsync-*.whl")
+    return path

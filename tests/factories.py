@@ -1,4 +1,4 @@
-"""Build Zotero Web API JSON objects (the snapshot format) for tests."""
+"""Build Zotero Web API JSON objects (the snapshot format) and page rows for tests."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import itertools
 import json
 from pathlib import Path
 from typing import Any
+
+from zotsync.model import Placement
 
 LIBRARY = {"type": "user", "id": 4242, "name": "tests", "links": {}}
 _versions = itertools.count(1)
@@ -58,3 +60,24 @@ def api_collection(
 def write_json(path: Path, objects: list[dict[str, Any]]) -> Path:
     path.write_text(json.dumps(objects, ensure_ascii=False, indent=1), encoding="utf-8")
     return path
+
+
+def placement(**fields: object) -> Placement:
+    base: dict[str, object] = dict(
+        category="Cat",
+        status="unread",
+        title="T",
+        venue="",
+        year="",
+        why="",
+        authors=(),
+        doi="",
+        url="",
+        noted=False,
+        links=(),
+        zotero_key="",
+        tags=(),
+        collections=(),
+        curated_title="T",
+    )
+    return Placement(**{**base, **fields})  # type: ignore[arg-type]

@@ -8,14 +8,14 @@ import re
 from pathlib import Path
 
 from conftest import write_config
-from factories import api_collection, api_item, api_pdf, write_json
+from factories import api_collection, api_item, api_pdf, placement, write_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from zotsync.export.labels import labels_for
 from zotsync.export.markdown import LINK_SCHEMES, cell, link_markdown, render_markdown
-from zotsync.model import Link, Placement
+from zotsync.model import Link
 from zotsync.text import one_line
 
 # Terminal controls and bidi overrides: none may reach a page or a terminal raw.
@@ -66,27 +66,6 @@ def hrefs(page: str) -> list[str]:
             if child.type == "link_open":
                 out.append(str(child.attrs["href"]))
     return out
-
-
-def placement(**fields: object) -> Placement:
-    base: dict[str, object] = dict(
-        category="Cat",
-        status="unread",
-        title="T",
-        venue="",
-        year="",
-        why="",
-        authors=(),
-        doi="",
-        url="",
-        noted=False,
-        links=(),
-        zotero_key="",
-        tags=(),
-        collections=(),
-        curated_title="T",
-    )
-    return Placement(**{**base, **fields})  # type: ignore[arg-type]
 
 
 # -- a whole sync on a hostile library -----------------------------------------------------------------

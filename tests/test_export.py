@@ -6,37 +6,17 @@ import csv
 import io
 import re
 
+from factories import placement
 from hypothesis import given
 from hypothesis import strategies as st
 
 from zotsync.export.csv import COLUMNS, render_csv
 from zotsync.export.labels import labels_for
 from zotsync.export.markdown import cell, render_markdown
-from zotsync.model import Link, Placement
+from zotsync.model import Link
 
 # What a data cell drops: controls other than tab and line breaks, and bidi overrides.
 UNSAFE_IN_DATA = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def placement(**fields: object) -> Placement:
-    base: dict[str, object] = dict(
-        category="Cat",
-        status="unread",
-        title="T",
-        venue="",
-        year="",
-        why="",
-        authors=(),
-        doi="",
-        url="",
-        noted=False,
-        links=(),
-        zotero_key="",
-        tags=(),
-        collections=(),
-        curated_title="T",
-    )
-    return Placement(**{**base, **fields})  # type: ignore[arg-type]
 
 
 def test_csv_header_and_columns_follow_the_contract() -> None:

@@ -4,11 +4,7 @@ and it carries the licence text and the version from its one source."""
 from __future__ import annotations
 
 import email.parser
-import importlib.util
 import re
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -17,32 +13,11 @@ import pytest
 import zotsync
 
 ROOT = Path(__file__).resolve().parent.parent
-# What a clean checkout holds that a build must not see (local state, caches, earlier build output).
-NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", "build", "dist", "site", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis",
-    ".zotsync", "exports",
-)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
-    if importlib.util.find_spec("setuptools") is None:
-        pytest.skip("setuptools is not installed (.[test])")
-    source = tmp_path_factory.mktemp("src") / "zotsync"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
-    out = tmp_path_factory.mktemp("wheel")
-    # No build isolation: the test extras bring the build backend, so no registry is reached.
-    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-    built = subprocess.run(
-        [*pip, "-w", str(out), "."],
-        cwd=source,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
-    (path,) = out.glob("zotsync-*.whl")
-    return zipfile.ZipFile(path)
+def wheel(built_wheel: Path) -> zipfile.ZipFile:
+    return zipfile.ZipFile(built_wheel)
 
 
 def metadata(wheel: zipfile.ZipFile) -> email.message.Message:

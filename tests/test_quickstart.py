@@ -15,6 +15,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from conftest import clean_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -28,21 +29,6 @@ def quick_start() -> list[str]:
     block = re.search(r"```sh\n(.*?)```", section, re.S)
     assert block, "the quick start has no ```sh block"
     return [line for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")]
-
-
-def clean_copy(target: Path) -> Path:
-    """The repository as a fresh clone has it: the files git tracks (or, outside git, the tree without
-    local state)."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, timeout=60)
-    if listed.returncode == 0 and listed.stdout:
-        for name in listed.stdout.decode().split("\0"):
-            if name and (ROOT / name).is_file():
-                (target / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / name, target / name)
-    else:
-        ignore = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__", ".*_cache", ".zotsync")
-        shutil.copytree(ROOT, target, ignore=ignore, dirs_exist_ok=True)
-    return target
 
 
 def test_the_quick_start_is_two_one_line_commands_that_need_no_pip_outside_a_venv() -> None:
@@ -85,20 +71,9 @@ def test_the_first_quick_start_command_works_in_a_clean_copy(tmp_path: Path) -> 
     assert "wrote " in done.stderr and "exports/catalog.md" in done.stderr
 
 
-def test_the_built_wheel_reproduces_the_demo_outside_the_checkout(tmp_path: Path) -> None:
-    source = clean_copy(tmp_path / "src")
-    wheels = tmp_path / "wheels"
-    # No build isolation: the test extras bring setuptools, so no registry is reached.
+def test_the_built_wheel_reproduces_the_demo_outside_the_checkout(tmp_path: Path, built_wheel: Path) -> None:
+    wheel = built_wheel
     pip = [sys.executable, "-m", "pip"]
-    built = subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), "."],
-        cwd=source,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
-    (wheel,) = wheels.glob("zotsync-*.whl")
     env_dir = tmp_path / "fresh"
     venv.create(env_dir, with_pip=False)
     python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
