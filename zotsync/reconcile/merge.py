@@ -8,7 +8,8 @@ filled from Zotero.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
 from . import normalize
@@ -76,13 +77,16 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
 
 
 _PLACEMENT_FIELDS = tuple(f.name for f in fields(Placement))
+_PLACEMENT_VALUES = attrgetter(*_PLACEMENT_FIELDS)
+_CATEGORY = _PLACEMENT_FIELDS.index("category")
 
 
 def _placed(base: Placement, category: str) -> Placement:
-    """`base` in another category: dataclasses.replace, without its per-call field inspection."""
-    values = {name: getattr(base, name) for name in _PLACEMENT_FIELDS}
-    values["category"] = category
-    return Placement(**values)
+    """`base` in another category: dataclasses.replace, without its per-call field inspection, and
+    positional, without a keyword dict per copy."""
+    values = list(_PLACEMENT_VALUES(base))
+    values[_CATEGORY] = category
+    return Placement(*values)
 
 
 def merge_links(curated: tuple[Link, ...], zotero: tuple[Link, ...]) -> tuple[Link, ...]:
@@ -100,10 +104,12 @@ class _RowBuilder:
     options: Options
     children: dict[str, list[Item]]
     paths: dict[str, str]
+    # Per run, not per row: the read tags as a set, and each library's zotero:// path (one per library).
+    read_tags: frozenset[str] = field(init=False)
+    _library_paths: dict[tuple[str, str], str] = field(init=False, default_factory=dict)
 
-    @property
-    def read_tags(self) -> frozenset[str]:
-        return frozenset(self.options.read_tags)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read_tags", frozenset(self.options.read_tags))
 
     def curated(self, entry: CatalogueEntry, item: Item | None) -> Placement:
         if item is None:
@@ -164,7 +170,8 @@ class _RowBuilder:
 
     def zotero_status(self, item: Item) -> Status | None:
         """Read when tagged with a configured read tag or marked Read by the Reading List plugin."""
-        if any(t.name in self.options.read_tags for t in item.tags):
+        read_tags = self.read_tags
+        if read_tags and any(t.name in read_tags for t in item.tags):
             return "read"
         return "read" if item.extra_field("Read_Status").casefold() == "read" else None
 
@@ -172,10 +179,12 @@ class _RowBuilder:
         links: list[Link] = []
         if paper := item.url or (f"https://doi.org/{item.doi}" if item.doi else ""):
             links.append(Link("Paper", paper, kind="paper"))
-        library = "library" if item.library_type != "group" else f"groups/{item.library_id}"
-        pdfs = sorted(
-            (c for c in self.children.get(item.key, ()) if c.is_pdf),
-            key=lambda c: (c.get("dateAdded"), c.key),
+        library = self._library_path(item)
+        children = self.children.get(item.key)
+        pdfs = (
+            sorted((c for c in children if c.is_pdf), key=lambda c: (c.get("dateAdded"), c.key))
+            if children
+            else ()
         )
         for number, pdf in enumerate(pdfs, start=1):
             target = pdf.url if pdf.get("linkMode") == "linked_url" else ""
@@ -192,3 +201,11 @@ class _RowBuilder:
                 Link("归档标签", self.options.archive_link.replace("{key}", item.key), kind="archive")
             )
         return tuple(links)
+
+    def _library_path(self, item: Item) -> str:
+        which = (item.library_type, item.library_id)
+        path = self._library_paths.get(which)
+        if path is None:
+            path = "library" if item.library_type != "group" else f"groups/{item.library_id}"
+            self._library_paths[which] = path
+        return path
