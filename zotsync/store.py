@@ -615,6 +615,8 @@ class Store:
                 " WHERE collection_key IN (SELECT key FROM collections) ORDER BY item_key, position"
             )
         )
+        # A library repeats a few thousand tags over 100k items; Tag is immutable, so equal ones share one.
+        shared_tags: dict[tuple[str, int], Tag] = {}
         no_tags: tuple[Tag, ...] = ()
         no_collections: tuple[str, ...] = ()
         next_tags = next(tags, None)
@@ -629,7 +631,9 @@ class Store:
             while next_tags is not None and next_tags[0] < key:  # an orphan row (a broken store): skip it
                 next_tags = next(tags, None)
             if next_tags is not None and next_tags[0] == key:
-                item_tags = tuple(Tag(tag, kind) for tag, kind in next_tags[1])
+                item_tags = tuple(
+                    shared_tags.get(row) or shared_tags.setdefault(row, Tag(*row)) for row in next_tags[1]
+                )
                 next_tags = next(tags, None)
             while next_memberships is not None and next_memberships[0] < key:
                 next_memberships = next(memberships, None)
