@@ -151,12 +151,13 @@ class _RowBuilder:
 
     def uncurated(self, item: Item, category: str) -> Placement:
         read_tags = self.read_tags
+        year = item.year  # one date search per item, shared with the venue
         return Placement(
             category=category,
             status=self.zotero_status(item) or "unread",
             title=item.title,
-            venue=derive_venue(item, self.options.venues),
-            year=item.year,
+            venue=derive_venue(item, self.options.venues, year),
+            year=year,
             why="",
             authors=tuple(c.display for c in item.creators if c.display),
             doi=item.doi,
@@ -164,7 +165,9 @@ class _RowBuilder:
             noted=False,
             links=self.links(item),
             zotero_key=item.key,
-            tags=tuple(t.name for t in item.tags if t.name not in read_tags),
+            tags=tuple(t.name for t in item.tags if t.name not in read_tags)
+            if read_tags
+            else tuple(t.name for t in item.tags),
             collections=tuple(self.paths[c] for c in item.collections if c in self.paths),
         )
 
