@@ -133,21 +133,7 @@ class _Group(click.Group):
     cls=_Group,
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
-)
-@click.option(
-    "--config",
-    "config_path",
-    metavar="PATH",
-    help="Config file (else $ZOTSYNC_CONFIG, ./zotsync.yaml, ./config/zotsync.yaml, the user's config "
-    "folder).",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Log each step, and show tracebacks on errors.")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-@click.option(
-    "--log-file",
-    metavar="PATH",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also log this run to PATH (rotating, timestamped, even with -q).",
+    params=_global_options(),  # the same options every command takes after its name
 )
 @click.version_option(__version__, prog_name="zotsync")
 @click.pass_context
