@@ -353,8 +353,7 @@ def schedule_install_command(
 
 @schedule_group.command("show")
 @_SYSTEMD
-@pass_state
-def schedule_show_command(state: _State, systemd_timer: bool) -> None:
+def schedule_show_command(systemd_timer: bool) -> None:
     """Print the installed schedule, or say there is none."""
     from .schedule import actions
 
