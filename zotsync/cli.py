@@ -169,14 +169,9 @@ def pull_command(state: _State, full: bool, force: bool) -> None:
 def export_command(state: _State, fmt: str, output: str | None) -> None:
     """Write the merged catalogue as Markdown or CSV."""
     from . import app
-    from .export import write_atomically
 
     text = app.render(state.config, fmt)
-    if output == "-":
-        click.echo(text, nl=False)
-        return
-    path = app.default_output(state.config, fmt) if output is None else Path(output)
-    state.say_written(path, write_atomically(path, text))
+    _write_output(state, text, app.default_output(state.config, fmt) if output is None else output)
 
 
 @cli.command("sync")
@@ -250,13 +245,19 @@ def snapshot_command(state: _State, output: str) -> None:
     """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
     `source.type: snapshot` reads back into the same store and exports."""
     from .commands import snapshot
+
+    _write_output(state, snapshot.render(state.config), output)
+
+
+def _write_output(state: _State, text: str, output: str | Path) -> None:
+    """`--output`: `-` is stdout; else the file, replaced atomically and only when it changes."""
     from .export import write_atomically
 
-    text = snapshot.render(state.config)
     if output == "-":
         click.echo(text, nl=False)
         return
-    state.say_written(Path(output), write_atomically(Path(output), text))
+    path = Path(output)
+    state.say_written(path, write_atomically(path, text))
 
 
 @cli.command("list")
