@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from ..model import Placement
-from ..text import strip_controls
+from ..text import DATA_CONTROLS, strip_controls
 
 COLUMNS = (
     "category",
@@ -34,7 +34,7 @@ FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _TRIGGERS = frozenset(FORMULA_TRIGGERS)
 # A cell a spreadsheet or a terminal shows as the data it is: no control characters, no bidi overrides,
 # no bare CR (which CSV writers do not quote).
-_NEEDS_CLEANING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_NEEDS_CLEANING = re.compile(f"[\r{DATA_CONTROLS}]")  # what strip_controls drops, and CR
 
 
 def render_csv(rows: Sequence[Placement]) -> str:
