@@ -149,7 +149,7 @@ class WebSource:
     @property
     def id(self) -> str:
         kind = "local-api" if self.local else "web"
-        return f"{kind}:{self._base_url}{self._prefix.removeprefix('/api')}"
+        return f"{kind}:{self._base_url}/{self._library}"
 
     @property
     def _library(self) -> str:
