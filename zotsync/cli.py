@@ -133,21 +133,7 @@ class _Group(click.Group):
     cls=_Group,
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
-)
-@click.option(
-    "--config",
-    "config_path",
-    metavar="PATH",
-    help="Config file (else $ZOTSYNC_CONFIG, ./zotsync.yaml, ./config/zotsync.yaml, the user's config "
-    "folder).",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Log each step, and show tracebacks on errors.")
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-@click.option(
-    "--log-file",
-    metavar="PATH",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also log this run to PATH (rotating, timestamped, even with -q).",
+    params=_global_options(),  # the same options every command takes after its name
 )
 @click.version_option(__version__, prog_name="zotsync")
 @click.pass_context
@@ -183,14 +169,9 @@ def pull_command(state: _State, full: bool, force: bool) -> None:
 def export_command(state: _State, fmt: str, output: str | None) -> None:
     """Write the merged catalogue as Markdown or CSV."""
     from . import app
-    from .export import write_atomically
 
     text = app.render(state.config, fmt)
-    if output == "-":
-        click.echo(text, nl=False)
-        return
-    path = app.default_output(state.config, fmt) if output is None else Path(output)
-    state.say_written(path, write_atomically(path, text))
+    _write_output(state, text, app.default_output(state.config, fmt) if output is None else output)
 
 
 @cli.command("sync")
@@ -264,13 +245,19 @@ def snapshot_command(state: _State, output: str) -> None:
     """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
     `source.type: snapshot` reads back into the same store and exports."""
     from .commands import snapshot
+
+    _write_output(state, snapshot.render(state.config), output)
+
+
+def _write_output(state: _State, text: str, output: str | Path) -> None:
+    """`--output`: `-` is stdout; else the file, replaced atomically and only when it changes."""
     from .export import write_atomically
 
-    text = snapshot.render(state.config)
     if output == "-":
         click.echo(text, nl=False)
         return
-    state.say_written(Path(output), write_atomically(Path(output), text))
+    path = Path(output)
+    state.say_written(path, write_atomically(path, text))
 
 
 @cli.command("list")
@@ -367,8 +354,7 @@ def schedule_install_command(
 
 @schedule_group.command("show")
 @_SYSTEMD
-@pass_state
-def schedule_show_command(state: _State, systemd_timer: bool) -> None:
+def schedule_show_command(systemd_timer: bool) -> None:
     """Print the installed schedule, or say there is none."""
     from .schedule import actions
 

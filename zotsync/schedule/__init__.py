@@ -78,17 +78,16 @@ def check_cron(expression: str) -> str:
     return " ".join(fields)
 
 
-def schedule_of(every: str | None, cron: str | None, default: str | None = None) -> tuple[str, str]:
-    """(cron expression, words for it) from `--every` or `--cron`, at most one of them."""
+def schedule_of(every: str | None, cron: str | None) -> tuple[str, str]:
+    """(cron expression, words for it) from `--every` or `--cron`, at most one of them; hourly when
+    neither is given."""
     if every and cron:
         raise ConfigError("give --every or --cron, not both")
     if cron:
         expression = check_cron(cron)
         return expression, f"at '{expression}'"
-    if every or default:
-        interval = parse_every(every or default or "")
-        return interval.cron, f"every {interval}"
-    raise ConfigError("say when: --every 30m|1h|6h|1d, or --cron EXPR")
+    interval = parse_every(every or "1h")
+    return interval.cron, f"every {interval}"
 
 
 def executable() -> list[str]:

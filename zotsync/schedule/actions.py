@@ -35,7 +35,7 @@ def install(state: Any, every: str | None, cron_expression: str | None, systemd_
             )
         state.say(f"enable it with: {systemd.ENABLE}")
         return
-    expression, words = schedule_of(every, cron_expression, default="1h")
+    expression, words = schedule_of(every, cron_expression)
     line = cron.entry(expression, argv, logs / "cron.log")
     table = cron.read_table()
     updated = cron.with_entry(table, line)
@@ -89,7 +89,7 @@ def write_workflow(
     force: bool,
     install_spec: str | None,
 ) -> None:
-    expression, words = schedule_of(every, cron_expression, default="1h")
+    expression, words = schedule_of(every, cron_expression)
     text = github.workflow(state.config, Path.cwd(), expression, words, install_spec)
     if output.exists() and not force:
         raise ConfigError(f"{output} exists: --force replaces it")
