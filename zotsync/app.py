@@ -14,7 +14,7 @@ from .config import Config
 from .errors import ExportError, StoreError
 from .export import RENDERERS, Page, read_regular, write_atomically
 from .gcpause import bulk_phase
-from .model import Catalogue, CatalogueEntry, Item, Library, Placement
+from .model import Catalogue, CatalogueEntry, Item, Library, Placement, in_collections
 from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
 from .reconcile.venue import load_venue_table
 from .sources import open_source
@@ -250,8 +250,6 @@ def origin(source_id: str) -> str:
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
     """Uncurated items in an inbox collection (or below it) or carrying an inbox tag: candidates for
     the curator's next `zotsync adopt`."""
-    from .commands.listing import in_collections
-
     paths = config.reconcile.inbox_collections
     tags = set(config.reconcile.inbox_tags)
     found: dict[str, dict[str, str]] = {}

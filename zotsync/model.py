@@ -7,7 +7,7 @@ the reconciler and the exporters never see a source's own shapes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -276,6 +276,12 @@ def _shown(key: object) -> str:
     """An object's key as a message may quote it: short, one line, or a placeholder."""
     text = key if isinstance(key, str) else ""
     return text if text.isalnum() and len(text) <= 32 else "(without a valid key)"
+
+
+def in_collections(collections: Iterable[str], paths: Sequence[str]) -> bool:
+    """Whether any of `collections` (full paths) is one of `paths` or lies below one (`Parent / Child`)."""
+    wanted = [p.strip().strip("/").strip() for p in paths]
+    return any(c == p or c.startswith(p + " / ") for c in collections for p in wanted)
 
 
 PATH_DEPTH = 32  # collection levels a path shows in full

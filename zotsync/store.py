@@ -602,17 +602,19 @@ class Store:
         notes and the rest are neither decoded nor held in memory."""
         return self._load("coalesce(item_page.fields, items.fields)")
 
-    def _load(self, fields_column: str) -> Library:
+    def _load(self, fields_column: str, every_membership: bool = False) -> Library:
         db = self._db
         library_type = self.state("library_type") or "user"
         library_id = self.state("library_id") or ""
         # Tags and memberships come in key order like the items, so each item takes its own from the
         # front of two streams: nothing is collected per key first.
         tags = _grouped(db.execute("SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"))
+        # `every_membership` keeps memberships in collections the store no longer has (a snapshot).
+        known_only = "" if every_membership else " WHERE collection_key IN (SELECT key FROM collections)"
         memberships = _grouped(
             db.execute(
-                "SELECT item_key, collection_key FROM item_collections"
-                " WHERE collection_key IN (SELECT key FROM collections) ORDER BY item_key, position"
+                f"SELECT item_key, collection_key FROM item_collections{known_only}"
+                " ORDER BY item_key, position"
             )
         )
         # A library repeats a few thousand tags over 100k items; Tag is immutable, so equal ones share one.
@@ -673,48 +675,9 @@ class Store:
         db = self._db
         db.execute("BEGIN")  # one read snapshot, even while a pull commits
         try:
-            tags: dict[str, list[Tag]] = {}
-            for key, tag, kind in db.execute(
-                "SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"
-            ):
-                tags.setdefault(key, []).append(Tag(tag, kind))
-            memberships: dict[str, list[str]] = {}
-            for key, collection in db.execute(
-                "SELECT item_key, collection_key FROM item_collections ORDER BY item_key, position"
-            ):
-                memberships.setdefault(key, []).append(collection)
-            library_type = self.state("library_type") or "user"
-            library_id = self.state("library_id") or ""
-            items = tuple(
-                Item(
-                    key=key,
-                    version=version,
-                    item_type=item_type,
-                    title=title,
-                    creators=tuple(Creator(**c) for c in json.loads(creators)),
-                    tags=tuple(tags.get(key, ())),
-                    collections=tuple(memberships.get(key, ())),
-                    parent_key=parent_key,
-                    deleted=bool(deleted),
-                    library_type=library_type,
-                    library_id=library_id,
-                    fields=json.loads(fields),
-                )
-                for key, version, item_type, parent_key, title, deleted, creators, fields in db.execute(
-                    "SELECT key, version, item_type, parent_key, title, deleted, creators, fields"
-                    " FROM items ORDER BY key"
-                )
-            )
-            collections = tuple(
-                Collection(key, version, name, parent_key)
-                for key, version, name, parent_key in db.execute(
-                    "SELECT key, version, name, parent_key FROM collections ORDER BY key"
-                )
-            )
-            version = self.library_version
+            return self._load("items.fields", every_membership=True)
         finally:
             db.execute("COMMIT")
-        return Library(items, collections, version, library_type, library_id)
 
 
 def _grouped(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:

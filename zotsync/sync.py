@@ -47,7 +47,8 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     A source that can fingerprint its whole library cheaply (a snapshot file's hash) is not read at all
     when the fingerprint is the one the store last took in from it."""
     before = store.library_version
-    incremental = not full and store.state("source") == source.id
+    stored_source = store.state("source")
+    incremental = not full and stored_source == source.id
     since = before if incremental else None
     fingerprint = getattr(source, "fingerprint", None)
     taken = fingerprint() if fingerprint is not None else None
@@ -59,7 +60,7 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
         store.touch()
         return PullReport(before, before, ApplyResult())
     if max_removal is not None:
-        check_removal(store, changes, source.id, max_removal)
+        check_removal(store, changes, stored_source not in (None, source.id), max_removal)
     result = store.apply(changes, source.id, rewrite=full)
     # After the data: a run killed in between only reads the source once more next time.
     store.remember(FINGERPRINT, taken)
@@ -70,11 +71,11 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
 FINGERPRINT = "source_fingerprint"  # sync state: the fingerprint of what the store last took in
 
 
-def check_removal(store: Store, changes: Changes, source_id: str, max_removal: float) -> None:
+def check_removal(store: Store, changes: Changes, switching: bool, max_removal: float) -> None:
     """octodns' TooMuchChange: the library emptied, another library behind the same id, a permission
-    change hiding most items — refuse rather than publish an empty page."""
+    change hiding most items — refuse rather than publish an empty page. `switching`: the store holds
+    another source's library, which this pull replaces."""
     on_page = store.catalogue_item_keys()
-    switching = store.state("source") not in (None, source_id)
     gone = leaving(on_page, changes, switching)
     if len(gone) >= MIN_REFUSED_REMOVAL and len(gone) > max_removal * len(on_page):
         raise TooMuchRemoval(

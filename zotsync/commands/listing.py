@@ -3,11 +3,11 @@ claims, and the key to `adopt` or `pin` the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from ..config import Config
-from ..model import Placement
+from ..model import Placement, in_collections
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +49,6 @@ class Filters:
             haystack = (item.title, item.doi, *item.authors)
             return any(needle in text.casefold() for text in haystack)
         return True
-
-
-def in_collections(collections: Iterable[str], paths: Sequence[str]) -> bool:
-    """Whether any of `collections` is one of `paths` or lies below one (`Parent / Child`)."""
-    wanted = [p.strip().strip("/").strip() for p in paths]
-    return any(c == p or c.startswith(p + " / ") for c in collections for p in wanted)
 
 
 def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
