@@ -323,7 +323,7 @@ class _Reader:
                 f"{self.path} has userdata schema {schema}; zotsync is tested up to {NEWEST_SCHEMA} "
                 f"({NEWEST_ZOTERO}): upgrade zotsync"
             )
-        log.debug("reading %s (Zotero userdata schema %s)", self.path, self._schema_version())
+        log.debug("reading %s (Zotero userdata schema %s)", self.path, schema)
 
     def columns(self, table: str) -> set[str]:
         if table not in self.tables:

@@ -75,7 +75,11 @@ class _Reply:
     total: int | None  # Total-Results
     body: Any  # parsed JSON (None for a 304, and for a listing once converted: its JSON is dropped)
     objects: tuple[Any, ...] = ()  # a listing's objects as model objects, converted as the page arrived
-    count: int = 0  # how many objects the listing's page held
+
+    @property
+    def count(self) -> int:
+        """How many objects the listing's page held (one model object each)."""
+        return len(self.objects)
 
 
 class WebSource:
@@ -145,7 +149,7 @@ class WebSource:
     @property
     def id(self) -> str:
         kind = "local-api" if self.local else "web"
-        return f"{kind}:{self._base_url}{self._prefix.removeprefix('/api')}"
+        return f"{kind}:{self._base_url}/{self._library}"
 
     @property
     def _library(self) -> str:
@@ -423,7 +427,7 @@ class WebSource:
             raise SourceError(f"Zotero API: {exc.reason} for GET {path} {attempts}") from None
         if convert is None:
             return reply
-        return replace(reply, body=None, objects=_converted(reply, convert), count=_count(reply))
+        return replace(reply, body=None, objects=_converted(reply, convert))
 
     def _unreachable(self, reason: str, attempts: str) -> str:
         if self.local:
@@ -677,10 +681,6 @@ def _collection_page(start: int) -> dict[str, Any]:
 
 def _pages(count: int) -> int:
     return max(1, math.ceil(count / PAGE))
-
-
-def _count(reply: _Reply) -> int:
-    return len(reply.body) if isinstance(reply.body, list) else 0
 
 
 def _converted(reply: _Reply, convert: _Convert) -> tuple[Any, ...]:
