@@ -59,6 +59,27 @@ def test_export_to_a_fifo_writes_into_it_and_keeps_it_a_fifo(project: Path, run)
 
 
 @posix_only
+def test_sync_into_a_fifo_export_ends_and_renders_again_next_time(project: Path) -> None:
+    fifo = project / "exports" / "catalog.csv"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read_twice() -> None:
+        for _ in range(2):
+            received.append(fifo.read_bytes())
+
+    reader = threading.Thread(target=read_twice, daemon=True)
+    reader.start()
+    for _ in range(2):  # the second sync has nothing new, yet a pipe keeps none of what it was given
+        done = zotsync("-q", "--config", config_of(project), "sync")
+        assert done.returncode == 0, done.stderr
+    reader.join(10)
+    expected = zotsync("--config", config_of(project), "export", "--format", "csv", "--output", "-").stdout
+    assert received == [expected.encode("utf-8")] * 2
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@posix_only
 def test_a_fifo_nobody_reads_fails_at_once_instead_of_hanging(project: Path) -> None:
     assert zotsync("-q", "--config", config_of(project), "pull").returncode == 0
     fifo = project / "pipe"

@@ -70,8 +70,12 @@ class ExportRecord:
 
     @classmethod
     def of(cls, inputs: Mapping[str, str], generation: int, paths: Iterable[Path]) -> ExportRecord | None:
+        """None unless every path is a regular file: a device or FIFO keeps nothing to compare (and
+        reading a FIFO back would wait for a writer forever), so the next sync renders again."""
         files = {}
         for path in paths:
+            if path.is_symlink() or not path.is_file():
+                return None
             digest = file_digest(path)
             if digest is None:
                 return None
