@@ -35,11 +35,8 @@ ZOTERO_KEY = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
 
 def _near_file(path: Path) -> str:
     """` (did you mean 'catalog.yaml'?)` for a typo in the name, else how to get a catalogue at all."""
-    import difflib
-
     files = sorted(p.name for p in path.parent.glob("*.y*ml")) if path.parent.is_dir() else []
-    near = difflib.get_close_matches(path.name, files, n=1, cutoff=0.6)
-    return f" (did you mean '{near[0]}'?)" if near else " (`zotsync init` writes an empty one)"
+    return did_you_mean(path.name, files) or " (`zotsync init` writes an empty one)"
 
 
 def load_catalogue(path: Path, config: Path | None = None) -> Catalogue:

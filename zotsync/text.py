@@ -13,11 +13,14 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+# The character sets below are built from these pieces, so each kind of control is listed once.
+_DEL_C1_BIDI = "\x7f-\x9f\u202a-\u202e\u2066-\u2069"  # DEL, C1, bidi embeddings/overrides/isolates
+_LINE_SEPARATORS = "\u2028\u2029"
 # C0 and C1 controls, DEL, the bidi embeddings/overrides/isolates, and the Unicode line and paragraph
 # separators (one line must stay one line wherever it is shown).
-UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+UNSAFE = re.compile(f"[\x00-\x1f{_DEL_C1_BIDI}{_LINE_SEPARATORS}]")
 # What json.dumps leaves raw: it escapes C0 itself, and the layout's own line breaks must stay.
-_JSON_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_JSON_RAW = re.compile(f"[{_DEL_C1_BIDI}{_LINE_SEPARATORS}]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -64,8 +67,10 @@ def strip_unsafe(text: str, keep: str = "") -> str:
     return UNSAFE.sub(lambda m: m.group(0) if m.group(0) in keep else "", text)
 
 
-# The same, less tab and the line breaks a multi-line data cell keeps (CR is a line break there too).
-_DATA_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# The same, less tab and the line breaks a multi-line data cell keeps (CR is a line break there too):
+# a regex character class, for a caller that looks for these and more in one search.
+DATA_CONTROLS = f"\x00-\x08\x0b\x0c\x0e-\x1f{_DEL_C1_BIDI}"
+_DATA_UNSAFE = re.compile(f"[{DATA_CONTROLS}]")
 
 
 def strip_controls(text: str) -> str:

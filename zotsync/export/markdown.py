@@ -53,8 +53,7 @@ def render_markdown(
     return "\n\n".join(parts)
 
 
-def table_row(row: Placement, labels: Labels | None = None) -> str:
-    labels = labels or labels_for()
+def table_row(row: Placement, labels: Labels) -> str:
     status = (labels.read if row.status == "read" else labels.unread) + (
         f" {labels.noted}" if row.noted else ""
     )

@@ -104,9 +104,8 @@ class _RowBuilder:
     options: Options
     children: dict[str, list[Item]]
     paths: dict[str, str]
-    # Per run, not per row: the read tags as a set, and each library's zotero:// path (one per library).
+    # Per run, not per row: the read tags as a set.
     read_tags: frozenset[str] = field(init=False)
-    _library_paths: dict[tuple[str, str], str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "read_tags", frozenset(self.options.read_tags))
@@ -182,7 +181,7 @@ class _RowBuilder:
         links: list[Link] = []
         if paper := item.url or (f"https://doi.org/{item.doi}" if item.doi else ""):
             links.append(Link("Paper", paper, kind="paper"))
-        library = self._library_path(item)
+        library = "library" if item.library_type != "group" else f"groups/{item.library_id}"
         children = self.children.get(item.key)
         pdfs = (
             sorted((c for c in children if c.is_pdf), key=lambda c: (c.get("dateAdded"), c.key))
@@ -204,11 +203,3 @@ class _RowBuilder:
                 Link("归档标签", self.options.archive_link.replace("{key}", item.key), kind="archive")
             )
         return tuple(links)
-
-    def _library_path(self, item: Item) -> str:
-        which = (item.library_type, item.library_id)
-        path = self._library_paths.get(which)
-        if path is None:
-            path = "library" if item.library_type != "group" else f"groups/{item.library_id}"
-            self._library_paths[which] = path
-        return path
