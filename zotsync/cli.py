@@ -280,7 +280,7 @@ def list_command(
         click.echo(json_safe(json.dumps([item.as_json() for item in items], ensure_ascii=False, indent=2)))
         return
     if items:  # one line per item whatever its title holds, and nothing that drives the terminal
-        click.echo("\n".join(one_line(listing.format_text([item])) for item in items))
+        click.echo("\n".join(one_line(listing.format_line(item)) for item in items))
     state.say(listing.summary(items))
 
 

@@ -89,15 +89,12 @@ def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
     return [item for item in listed if filters.keep(item)]
 
 
-def format_text(items: Sequence[Listed]) -> str:
-    """One line per item: key, year, curated or not, title — venue [collections]."""
-    lines = []
-    for item in items:
-        mark = f"curated in {', '.join(item.categories)}" if item.curated else "uncurated"
-        venue = f" — {item.venue}" if item.venue else ""
-        where = f" [{'; '.join(item.collections)}]" if item.collections else ""
-        lines.append(f"{item.zotero_key}  {item.year or '    '}  {item.title}{venue}{where}  ({mark})")
-    return "\n".join(lines)
+def format_line(item: Listed) -> str:
+    """An item's line: key, year, title — venue [collections] (curated or not)."""
+    mark = f"curated in {', '.join(item.categories)}" if item.curated else "uncurated"
+    venue = f" — {item.venue}" if item.venue else ""
+    where = f" [{'; '.join(item.collections)}]" if item.collections else ""
+    return f"{item.zotero_key}  {item.year or '    '}  {item.title}{venue}{where}  ({mark})"
 
 
 def summary(items: Sequence[Listed]) -> str:
