@@ -125,6 +125,20 @@ def test_render_lists_only_non_empty_groups_with_the_utc_time() -> None:
     assert prepend("## new\n", "## old\n") == "## new\n\n## old\n"
 
 
+def test_render_drops_controls_and_bidi_overrides_as_the_page_does() -> None:
+    digest = Digest(
+        added=("Evil\x1b]0;pwned\x07 title\u202e",),
+        retitled=(("Old\x9b2J", "New\u2066"),),
+        recategorised=(("P", ("X\x00",), ("Z\u202a",)),),
+    )
+    text = render(digest, datetime(2026, 12, 1, tzinfo=UTC))
+    assert "- Evil\\]0;pwned title\n" in text  # ] escaped as Markdown
+    assert "- Old2J → New\n" in text and "- P: X → Z\n" in text
+    assert not any(
+        (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) <= 0x9F or c in "\u202a\u202e\u2066" for c in text
+    )
+
+
 # -- the store keeps the last page --------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 from .model import Placement
 from .reconcile import normalize
+from .text import flatten
 
 Clock = Callable[[], datetime]  # injectable, so tests can fix the section's date
 GROUPS = ("Added", "Removed", "Recategorised", "Newly read", "Retitled")
@@ -168,8 +169,9 @@ def _categories(names: Sequence[str]) -> str:
 
 
 def _inline(text: str) -> str:
-    """A title as Markdown text: one line, no raw HTML, no accidental emphasis or links."""
-    text = html.escape(" ".join(text.split()), quote=False)
+    """A title as Markdown text: one line without controls or bidi overrides (as on the page), no raw
+    HTML, no accidental emphasis or links."""
+    text = html.escape(flatten(text), quote=False)
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 

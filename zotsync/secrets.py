@@ -32,9 +32,7 @@ def register(secret: str | None) -> None:
     if not secret or len(secret.strip()) < MIN_SECRET:
         return
     found = set()
-    for value in {secret, secret.strip()}:
-        if not value:
-            continue
+    for value in {secret, secret.strip()}:  # neither is empty: the stripped one has MIN_SECRET characters
         escaped = value.encode("unicode_escape").decode("ascii")
         found |= {
             value,
@@ -46,7 +44,7 @@ def register(secret: str | None) -> None:
             quote_plus(value, safe=""),
         }
     with _lock:
-        _forms[:] = sorted(set(_forms) | {f for f in found if f}, key=len, reverse=True)
+        _forms[:] = sorted(set(_forms) | found, key=len, reverse=True)
 
 
 def redact(text: str) -> str:

@@ -56,6 +56,12 @@ def printable(text: str) -> str:
 _SPACES = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\u2028\u2029"
 
 
+# Every character `flatten` may change, beyond a space that is doubled, leading or trailing: the unsafe
+# ones and what str.split() takes for whitespace. A regex character class, for a caller's quick check
+# that a text needs no flattening.
+FLATTEN_CHANGES = f"\x00-\x1f{_DEL_C1_BIDI}{_LINE_SEPARATORS}\xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+
+
 def flatten(text: str) -> str:
     """`text` on one line for a page: each run of whitespace (line breaks too) as one space, other
     controls and bidi overrides dropped."""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from ..model import Link, Placement
-from ..text import flatten
+from ..text import FLATTEN_CHANGES, flatten
 from .labels import Labels, labels_for
 
 # Link targets written as links: the web, mail, Zotero's own, DOIs, and paths relative to the page.
@@ -26,9 +26,8 @@ _TARGET_CODES = {" ": "%20", "(": "%28", ")": "%29", "|": "%7C", "<": "%3C", ">"
 _TARGET_CHARS = re.compile("[" + re.escape("".join(_TARGET_CODES)) + "]")
 # Text without any of these is its own cell or target: what `flatten` changes (whitespace other than
 # single inner spaces, controls, bidi overrides) and what the escapes below change.
-_CHANGED_BY_FLATTEN = "\x00-\x1f\x7f-\xa0\u1680\u2000-\u200a\u2028-\u202f\u205f\u2066-\u2069\u3000"
-_CELL_SPECIAL = re.compile("[" + _CHANGED_BY_FLATTEN + r"&<>|\\]")
-_TARGET_SPECIAL = re.compile("[" + _CHANGED_BY_FLATTEN + r" ()|<>\\&]")
+_CELL_SPECIAL = re.compile("[" + FLATTEN_CHANGES + r"&<>|\\]")
+_TARGET_SPECIAL = re.compile("[" + FLATTEN_CHANGES + r" ()|<>\\&]")
 
 
 def render_markdown(

@@ -422,7 +422,7 @@ class WebSource:
             reply = retrying(self._attempt, path, params, if_modified_since)
         except _Transient as exc:
             attempts = f"after {exc.attempts} attempts" if exc.attempts > 1 else "at the first attempt"
-            if exc.unreachable and not self._answered:
+            if self._never_reached(exc):
                 raise SourceError(self._unreachable(exc.reason, attempts)) from None
             raise SourceError(f"Zotero API: {exc.reason} for GET {path} {attempts}") from None
         if convert is None:
@@ -440,11 +440,15 @@ class WebSource:
             "source.base_url"
         )
 
+    def _never_reached(self, exc: BaseException | None) -> bool:
+        """A failure to connect to a host that has not answered once in this run: down or mistyped."""
+        return isinstance(exc, _Transient) and exc.unreachable and not self._answered
+
     def _stop(self, state: tenacity.RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, _Transient):
             exc.attempts = state.attempt_number
-            if exc.unreachable and not self._answered:
+            if self._never_reached(exc):
                 return state.attempt_number >= min(self.CONNECT_ATTEMPTS, self.max_attempts)
         return state.attempt_number >= self.max_attempts
 
@@ -454,11 +458,7 @@ class WebSource:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, _Transient) and exc.retry_after is not None:
             return exc.retry_after
-        base = (
-            self.retry_wait / 4
-            if isinstance(exc, _Transient) and exc.unreachable and not self._answered
-            else self.retry_wait
-        )
+        base = self.retry_wait / 4 if self._never_reached(exc) else self.retry_wait
         backoff = tenacity.wait_exponential_jitter(multiplier=base, max=self.RETRY_WAIT_MAX, jitter=base)
         return float(backoff(state))
 
