@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ConfigError, SourceError
 from ..fingerprint import file_digest
-from ..model import Collection, Creator, InvalidObject, Item, Library
+from ..model import CHILD_TYPES, Collection, Creator, InvalidObject, Item, Library
 from ..store import Changes
 from .base import split_objects
 
@@ -95,17 +95,13 @@ def _collection_data(collection: Collection) -> dict[str, Any]:
     }
 
 
-# Item types whose API data has no `creators` at all.
-_WITHOUT_CREATORS = frozenset({"note", "attachment", "annotation"})
-
-
 def _item_data(item: Item) -> dict[str, Any]:
     data: dict[str, Any] = {"key": item.key, "version": item.version}
     if item.parent_key:
         data["parentItem"] = item.parent_key
     data["itemType"] = item.item_type
     data.update(item.fields)
-    if item.creators or item.item_type not in _WITHOUT_CREATORS:
+    if item.creators or item.item_type not in CHILD_TYPES:  # child types' API data has no `creators`
         data["creators"] = [_creator(c) for c in item.creators]
     data["tags"] = [{"tag": t.name, "type": t.type} if t.type else {"tag": t.name} for t in item.tags]
     if not item.parent_key or item.collections:  # the API gives child items no `collections`
