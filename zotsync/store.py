@@ -648,7 +648,6 @@ class Landing:
                 db.execute("DELETE FROM items")
                 db.execute("DELETE FROM collections")
             self._known = self._store.item_versions()
-            db.execute("SAVEPOINT items")  # `start_over` returns here
         return db
 
     @_store_errors
@@ -686,9 +685,11 @@ class Landing:
 
     @_store_errors
     def start_over(self) -> None:
-        """Forget the items added so far: the source reads the library again (it moved during the read)."""
+        """Forget the items added so far: the source reads the library again (it moved during the read).
+        The transaction starts over too (the next `add` begins it): a savepoint would do, but it keeps
+        SQLite from rewriting a page in place, which made a large pull write several times as much."""
         if self._db.in_transaction:
-            self._db.execute("ROLLBACK TO items")
+            self._db.execute("ROLLBACK")
         self.arrived.clear()
         self._rows.clear()
         self._written.clear()
