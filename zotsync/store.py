@@ -626,7 +626,6 @@ class Landing:
         self._source_id, self._rewrite = source_id, rewrite
         self._known: dict[str, int] = {}  # the store's item versions before this pull
         self._replaced = False
-        self._rows: dict[str, tuple[_ItemRow, tuple[str, str]]] = {}  # waiting for the next batch
         self._written: set[str] = set()  # keys this pull wrote (a second copy must replace the first)
 
     def __enter__(self) -> Landing:
@@ -652,10 +651,11 @@ class Landing:
 
     @_store_errors
     def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
-        """Items of this pull, written in batches of `_BATCH`; the last copy of an item a pull saw twice
-        wins (a page boundary moved under the pull)."""
+        """Items of this pull, written (in batches of `_BATCH`) before this returns, so the caller may
+        drop them; the last copy of an item a pull saw twice wins (a page boundary moved under the pull)."""
         db = self._begin()
         known, result = self._known, self.result
+        pending: dict[str, tuple[_ItemRow, tuple[str, str]]] = {}
         for item in items:
             stored_version = known.get(item.key)
             first_copy = item.key not in self.arrived
@@ -669,19 +669,21 @@ class Landing:
             if item.key in self._written:
                 self._written.discard(item.key)
                 db.execute("DELETE FROM items WHERE key = ?", (item.key,))
-            self._rows[item.key] = (row, (item.key, _page_fields_json(item.fields)))
+            pending[item.key] = (row, (item.key, _page_fields_json(item.fields)))
             if first_copy and stored_version is None:
                 result.items_added += 1
             elif first_copy:
                 result.items_updated += 1
-            if len(self._rows) == _BATCH:
-                self._flush()
+            if len(pending) == _BATCH:
+                self._write(pending)
+        self._write(pending)
 
-    def _flush(self) -> None:
-        rows = [row for row, _ in self._rows.values()]
-        _write_items(self._db, rows, [page for _, page in self._rows.values()], self._known)
-        self._written.update(self._rows)
-        self._rows.clear()
+    def _write(self, pending: dict[str, tuple[_ItemRow, tuple[str, str]]]) -> None:
+        if pending:
+            rows = [row for row, _ in pending.values()]
+            _write_items(self._db, rows, [page for _, page in pending.values()], self._known)
+            self._written.update(pending)
+            pending.clear()
 
     @_store_errors
     def start_over(self) -> None:
@@ -691,7 +693,6 @@ class Landing:
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
         self.arrived.clear()
-        self._rows.clear()
         self._written.clear()
         self.result = ApplyResult()
 
@@ -703,7 +704,6 @@ class Landing:
         once every item is written and before anything is removed, and may raise to refuse the pull."""
         db = self._begin()
         self.add(changes.items, changes.trust_versions)
-        self._flush()
         if check is not None:
             check(self.arrived)
         result, known = self.result, self._known
