@@ -104,7 +104,7 @@ def _global_options() -> list[click.Option]:
         click.Option(
             ["--log-file"],
             metavar="PATH",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=click.Path(path_type=Path),  # a folder is refused by runlog, as a run-time failure
             help="Also log this run to PATH (rotating, timestamped, even with -q).",
         ),
     ]
@@ -376,7 +376,7 @@ def schedule_remove_command(state: _State, systemd_timer: bool) -> None:
 @_CRON
 @click.option(
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a folder is refused when writing, like export --output's
     default=".github/workflows/zotsync.yml",
     show_default=True,
     help="Where to write the workflow.",
