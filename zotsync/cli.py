@@ -32,10 +32,10 @@ log = logging.getLogger("zotsync")
 class _State:
     """The global options (given before or after the command) and the config they lead to."""
 
-    def __init__(self, config_path: str | None, verbose: bool, quiet: bool) -> None:
-        self.config_path = config_path
-        self.verbose = verbose
-        self.quiet = quiet
+    def __init__(self) -> None:
+        self.config_path: str | None = None
+        self.verbose = False
+        self.quiet = False
         self.logging_to: Path | None = None
         self._config: Config | None = None
         self._stderr = logging.StreamHandler(sys.stderr)
@@ -45,7 +45,9 @@ class _State:
         self.set_levels()
 
     def absorb(self, params: dict[str, Any], command: str) -> None:
-        """Take the global options a subcommand was given (`zotsync sync -q`) out of its params."""
+        """Take the global options given before the command (`zotsync -q sync`), or after it
+        (`zotsync sync -q`), out of its params. -q and -v each keep their meaning whatever their order
+        (`-qv`, `-vq`): -q silences what a run says it did, -v still adds each step and tracebacks."""
         config_path, verbose, quiet, log_file = (
             params.pop(name) for name in ("config_path", "verbose", "quiet", "log_file")
         )
@@ -137,13 +139,9 @@ class _Group(click.Group):
 )
 @click.version_option(__version__, prog_name="zotsync")
 @click.pass_context
-def cli(
-    ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool, log_file: Path | None
-) -> None:
+def cli(ctx: click.Context, **global_options: Any) -> None:
     """Keep a curated reading list in sync with a Zotero library."""
-    ctx.obj = _State(config_path, verbose, quiet)
-    if log_file is not None:
-        ctx.obj.log_to(log_file, ctx.invoked_subcommand or "")
+    ctx.ensure_object(_State).absorb(global_options, ctx.invoked_subcommand or "")
     if ctx.invoked_subcommand is None:  # a bare `zotsync`: the help, like git and llm
         click.echo(ctx.get_help())
         ctx.exit(0)
@@ -409,13 +407,13 @@ def schedule_github_command(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    verbose = "-v" in args or "--verbose" in args
     register(os.environ.get("ZOTERO_API_KEY"))
+    state = _State()  # -v as click parsed it (`-qv`, after the command), not as a word of argv
     try:
-        result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
+        result = cli.main(args=args, prog_name="zotsync", standalone_mode=False, obj=state)
         code = result if isinstance(result, int) else 0
     except ZotsyncError as exc:
-        code = _fail(str(exc), exc.exit_code, verbose)
+        code = _fail(str(exc), exc.exit_code, state.verbose)
     except click.exceptions.Abort:
         code = _fail("interrupted", 130, False)
     except click.UsageError as exc:
@@ -423,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.ClickException as exc:
         code = _fail(" ".join(exc.format_message().split()), exc.exit_code, False)
     except Exception as exc:  # a bug: still one line, the traceback only when asked for
-        code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+        code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, state.verbose)
     runlog.close_log(code)
     return code
 
