@@ -130,3 +130,29 @@ def test_schedule_github_into_a_folder_is_exit_1_like_export(project: Path, run,
     exported = run("--config", config_of(project), "export", "--format", "md", "--output", str(folder))
     assert exported.code == 1  # the same rule for every file zotsync writes
     assert tree(folder) == []
+
+
+# -- the files zotsync reads: the user's configuration, so exit 2 — with the reason in plain words -----
+
+
+@pytest.mark.parametrize("command", ["sync", "status"])
+def test_an_unreadable_config_or_catalogue_is_exit_2_saying_why_plainly(
+    project: Path, run, command: str
+) -> None:
+    folder = project / "a-folder"
+    folder.mkdir()
+    result = run("--config", str(folder), command)
+    assert result.code == 2
+    assert one_error_line(result.err) == f"zotsync: error: cannot read config file {folder}: it is a folder"
+    catalogue = project / "seeds" / "catalog.yaml"
+    catalogue.write_bytes("title: Lektüre\n".encode("latin-1"))  # saved in the wrong encoding
+    result = run("--config", config_of(project), command)
+    assert result.code == 2
+    assert one_error_line(result.err) == (
+        f"zotsync: error: cannot read catalogue {catalogue}: it is not UTF-8 text (byte 0xfc at offset 11)"
+    )
+    catalogue.unlink()
+    catalogue.mkdir()
+    result = run("--config", config_of(project), command)
+    assert result.code == 2
+    assert one_error_line(result.err) == f"zotsync: error: cannot read catalogue {catalogue}: it is a folder"

@@ -14,7 +14,7 @@ from typing import Any
 from .errors import CatalogError, ConfigError
 from .model import Catalogue, CatalogueEntry, Category, Link
 from .text import did_you_mean
-from .yamlio import line_of, load_yaml, parse_yaml, text_of, where
+from .yamlio import line_of, load_yaml, parse_yaml, text_of, unreadable, where
 
 TOP_KEYS = ("title", "description", "categories")
 CATEGORY_KEYS = ("name", "entries")
@@ -80,7 +80,7 @@ class CatalogueFile:
             # universal newlines, as load_yaml's read_text would give
             text = self.data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         except UnicodeDecodeError as exc:
-            raise CatalogError(f"cannot read catalogue {self.path}: {exc}") from None
+            raise CatalogError(f"cannot read catalogue {self.path}: {unreadable(self.path, exc)}") from None
         try:
             raw = parse_yaml(text, str(self.path))
         except ConfigError as exc:

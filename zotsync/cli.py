@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import __version__, runlog
-from .errors import ZotsyncError
+from .errors import Interrupted, ZotsyncError
 from .secrets import RedactFilter, redact, register
 from .text import json_safe, one_line, one_line_each, printable
 
@@ -121,7 +121,10 @@ class _Command(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         ctx.ensure_object(_State).absorb(ctx.params, ctx.info_name or "")
-        return super().invoke(ctx)
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # before click sees it: it would print a blank line into cron.log
+            raise Interrupted() from None
 
 
 class _Group(click.Group):
@@ -413,6 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = cli.main(args=args, prog_name="zotsync", standalone_mode=False, obj=state)
         code = result if isinstance(result, int) else 0
     except ZotsyncError as exc:
+        if isinstance(exc, Interrupted) and sys.stderr.isatty():
+            click.echo(err=True)  # the terminal echoed ^C: the error line starts on a line of its own
         code = _fail(str(exc), exc.exit_code, state.verbose)
     except click.exceptions.Abort:
         code = _fail("interrupted", 130, False)

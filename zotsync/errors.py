@@ -37,5 +37,15 @@ class FileError(ZotsyncError):
     error."""
 
 
+class Interrupted(ZotsyncError):
+    """Ctrl-C (SIGINT) while a command ran: exit 130, one line, the store as the interrupted
+    transaction found it."""
+
+    exit_code = 130
+
+    def __init__(self) -> None:
+        super().__init__("interrupted")
+
+
 class TooMuchRemoval(ZotsyncError):
     """The safety valve: a pull would remove more of the page than `sync.max_removal` allows."""
