@@ -156,3 +156,17 @@ def test_an_unreadable_config_or_catalogue_is_exit_2_saying_why_plainly(
     result = run("--config", config_of(project), command)
     assert result.code == 2
     assert one_error_line(result.err) == f"zotsync: error: cannot read catalogue {catalogue}: it is a folder"
+
+
+@pytest.mark.parametrize("edit", [["pin", "Rammer", "ABCD2345"], ["adopt", "ABCD2345", "--category", "X"]])
+def test_pin_and_adopt_on_an_unreadable_catalogue_say_why_plainly(
+    project: Path, run, edit: list[str]
+) -> None:
+    assert run("-q", "--config", config_of(project), "sync").code == 0
+    catalogue = project / "seeds" / "catalog.yaml"
+    catalogue.write_bytes("title: Lektüre\n".encode("latin-1"))
+    result = run("--config", config_of(project), *edit)
+    assert result.code == 2
+    why = "it is not UTF-8 text (byte 0xfc at offset 11)"
+    assert one_error_line(result.err) == f"zotsync: error: cannot read the catalogue {catalogue}: {why}"
+    assert catalogue.read_bytes() == "title: Lektüre\n".encode("latin-1")

@@ -20,6 +20,7 @@ from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock
 from .sync import PullReport, pull
+from .yamlio import unreadable
 
 
 @contextlib.contextmanager
@@ -392,7 +393,8 @@ def _read_catalogue(config: Config, for_adopt: bool = False) -> catalog_edit.Doc
     try:
         text = config.catalog.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {exc}") from exc
+        problem = unreadable(config.catalog, exc)
+        raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {problem}") from exc
     return catalog_edit.Document(text, str(config.catalog), for_adopt=for_adopt)
 
 
