@@ -71,6 +71,15 @@ def test_an_unknown_command_is_one_line(run) -> None:
     assert result.code == 2 and result.err.count("\n") == 1 and "synk" in result.err
 
 
+@pytest.mark.parametrize(
+    ("args", "where"), [(["help"], "zotsync --help"), (["schedule", "list"], "zotsync schedule --help")]
+)
+def test_an_unknown_command_with_no_near_one_says_where_the_commands_are(run, args, where) -> None:
+    result = run(*args)
+    assert (result.code, result.out) == (2, "")
+    assert result.err == f"zotsync: error: No such command '{args[-1]}' (`{where}` lists the commands)\n"
+
+
 # -- -q and -v together: each keeps its meaning, in any order and combined (`-qv`, `-vq`) ---------------
 
 

@@ -442,7 +442,12 @@ def usage_message(exc: click.UsageError) -> str:
             kind = exc.param_type or param.param_type_name
             metavar = f" {param.metavar}" if isinstance(param, click.Option) and param.metavar else ""
             return f"missing {kind} {name}{metavar}{_see_help(exc.ctx)}"
-    return " ".join(exc.format_message().split())
+    message = " ".join(exc.format_message().split())
+    if message.startswith("No such command") and "Did you mean" not in message and exc.ctx is not None:
+        # `zotsync help`, `zotsync schedule list`: say where the commands are (click >= 8.4 suggests
+        # a near one itself; older versions never do)
+        return f"{message.rstrip('.')} (`{exc.ctx.command_path} --help` lists the commands)"
+    return message
 
 
 def _param_name(param: click.Parameter) -> str:
