@@ -120,7 +120,8 @@ def find_config(explicit: str | None = None, environ: Mapping[str, str] | None =
     environ = os.environ if environ is None else environ
     named = explicit or environ.get("ZOTSYNC_CONFIG")
     if named:
-        return Path(named)  # a missing file: load_config says "config file not found: <it>"
+        # `~` too: no shell expands it in a quoted value, a crontab variable or a systemd Environment=
+        return Path(named).expanduser()  # a missing file: load_config says "config file not found: <it>"
     candidates = [*SEARCH_PATHS, user_config_path()]
     for candidate in candidates:
         if candidate.is_file():
