@@ -58,6 +58,7 @@ class _State:
             self.log_to(log_file, command)
 
     def log_to(self, path: Path, command: str) -> None:
+        path = path.expanduser()  # as for --config: a quoted `~` reaches zotsync unexpanded
         runlog.open_log(path, logging.DEBUG if self.verbose else logging.INFO, RedactFilter())
         runlog.events.info("zotsync %s %s", __version__, command)
         self.logging_to = path
