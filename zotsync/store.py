@@ -626,7 +626,6 @@ class Landing:
         self._source_id, self._rewrite = source_id, rewrite
         self._known: dict[str, int] = {}  # the store's item versions before this pull
         self._replaced = False
-        self._written: set[str] = set()  # keys this pull wrote (a second copy must replace the first)
 
     def __enter__(self) -> Landing:
         return self
@@ -666,8 +665,7 @@ class Landing:
             row = _item_row(item)
             if same_version and row == _stored_item_row(db, item.key):
                 continue
-            if item.key in self._written:
-                self._written.discard(item.key)
+            if not first_copy and item.key not in pending:  # the first copy may be written already
                 db.execute("DELETE FROM items WHERE key = ?", (item.key,))
             pending[item.key] = (row, (item.key, _page_fields_json(item.fields)))
             if first_copy and stored_version is None:
@@ -682,7 +680,6 @@ class Landing:
         if pending:
             rows = [row for row, _ in pending.values()]
             _write_items(self._db, rows, [page for _, page in pending.values()], self._known)
-            self._written.update(pending)
             pending.clear()
 
     @_store_errors
@@ -693,7 +690,6 @@ class Landing:
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
         self.arrived.clear()
-        self._written.clear()
         self.result = ApplyResult()
 
     @_store_errors
