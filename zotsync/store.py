@@ -487,9 +487,9 @@ class Store:
         with self.landing(source_id, rewrite) as landing:
             return landing.finish(changes)
 
-    def landing(self, source_id: str, rewrite: bool = False) -> Landing:
+    def landing(self, source_id: str, rewrite: bool = False, check: Check | None = None) -> Landing:
         """A pull written while it is still being read (see `Landing`), with `apply`'s rules."""
-        return Landing(self, source_id, rewrite)
+        return Landing(self, source_id, rewrite, check)
 
     @_store_errors
     def touch(self) -> None:
@@ -611,14 +611,19 @@ class Store:
             db.execute("COMMIT")
 
 
+# A check of a pull before anything is removed (the safety valve): the page's items as the store held them
+# before the pull, every item key the pull brought → whether it is on the page, and the pull's Changes.
+Check = Callable[[set[str], Mapping[str, bool], Changes], None]
+
+
 class Landing:
     """One pull on its way into the store, in one transaction. The source may hand items over while it
     still reads (`add`: written a batch at a time, so a page's objects can go as soon as they are
-    written); `finish` writes what is left, lets `check` (the safety valve) refuse, removes what the pull
-    removes, writes the collections and the library version, and commits. Leaving the `with` block in
-    any other way (an error, Ctrl-C, a refusal) rolls all of it back: the store stays as it was."""
+    written); `finish` writes what is left, lets `check` refuse, removes what the pull removes, writes
+    the collections and the library version, and commits. Leaving the `with` block in any other way (an
+    error, Ctrl-C, a refusal) rolls all of it back: the store stays as it was."""
 
-    def __init__(self, store: Store, source_id: str, rewrite: bool) -> None:
+    def __init__(self, store: Store, source_id: str, rewrite: bool, check: Check | None = None) -> None:
         self.path = store.path  # for _store_errors
         self.arrived: dict[str, bool] = {}  # every item key this pull brought → whether it is on the page
         self.result = ApplyResult()
@@ -626,6 +631,8 @@ class Landing:
         self._source_id, self._rewrite = source_id, rewrite
         self._known: dict[str, int] = {}  # the store's item versions before this pull
         self._replaced = False
+        self._check = check
+        self._page_before: set[str] = set()  # for `check`, read before anything is written
 
     def __enter__(self) -> Landing:
         return self
@@ -640,6 +647,8 @@ class Landing:
         db = self._db
         if not db.in_transaction:
             db.execute("BEGIN IMMEDIATE")
+            if self._check is not None:
+                self._page_before = self._store.catalogue_item_keys()
             if self._store.state("source") not in (None, self._source_id):
                 content = db.execute("SELECT 1 FROM items UNION ALL SELECT 1 FROM collections")
                 self._replaced = content.fetchone() is not None
@@ -693,15 +702,13 @@ class Landing:
         self.result = ApplyResult()
 
     @_store_errors
-    def finish(
-        self, changes: Changes, check: Callable[[Mapping[str, bool]], None] | None = None
-    ) -> ApplyResult:
-        """Land `changes` (its items besides those already added) and commit. `check` sees `arrived`
-        once every item is written and before anything is removed, and may raise to refuse the pull."""
+    def finish(self, changes: Changes) -> ApplyResult:
+        """Land `changes` (its items besides those already added) and commit. The `check` runs once
+        every item is written and before anything is removed, and may raise to refuse the pull."""
         db = self._begin()
         self.add(changes.items, changes.trust_versions)
-        if check is not None:
-            check(self.arrived)
+        if self._check is not None:
+            self._check(self._page_before, self.arrived, changes)
         result, known = self.result, self._known
         stored_collections = {row[0]: row for row in db.execute("SELECT * FROM collections")}
 

@@ -56,19 +56,16 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     if taken is not None and incremental and before is not None and store.state(FINGERPRINT) == taken:
         store.touch()
         return PullReport(before, before, ApplyResult())
-    switching = stored_source not in (None, source.id)
-    on_page = store.catalogue_item_keys() if max_removal is not None else set()
+    valve = None
+    if max_removal is not None:
+        switching = stored_source not in (None, source.id)
+        valve = functools.partial(check_removal, switching=switching, max_removal=max_removal)
     # A source may write pages into the landing while it still reads (the web source does); nothing is
     # committed before the whole pull is in and the valve has passed it.
-    with store.landing(source.id, rewrite=full) as landing:
+    with store.landing(source.id, rewrite=full, check=valve) as landing:
         changes = source.changes(since, landing)
         if changes is not None:
-            valve = None
-            if max_removal is not None:
-                valve = functools.partial(
-                    check_removal, on_page, changes=changes, switching=switching, max_removal=max_removal
-                )
-            result = landing.finish(changes, valve)
+            result = landing.finish(changes)
     if changes is None:
         store.touch()
         return PullReport(before, before, ApplyResult())
