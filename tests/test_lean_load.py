@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 
 from conftest import SEEDS
@@ -106,6 +108,63 @@ def test_an_older_store_gets_its_page_fields_on_opening(tmp_path: Path) -> None:
         full = {i.key: i.fields for i in store.load().items}
     assert lean.keys() == full.keys()
     assert all(lean[k] == {f: v for f, v in full[k].items() if f in PAGE_FIELDS} for k in full)
+
+
+def test_a_schema_4_store_gets_its_page_rows_with_tags_and_memberships_in_order(tmp_path: Path) -> None:
+    """Migration 5 rebuilds `item_page` as whole rows; each item's tags and collections keep the order
+    of `item_tags` and `item_collections` (read here with plain SQL), also where it is not sorted."""
+    path = tmp_path / "s.sqlite"
+    objects = [
+        {"key": key, "version": 1, "data": {"key": key, "version": 1, "name": key, "parentCollection": False}}
+        for key in ("COLLZZZZ", "COLLAAAA", "COLLMMMM")
+    ] + [
+        api_item(
+            "ITEM1111",
+            "One",
+            tags=["zeta", "alpha", {"tag": "mid", "type": 1}],
+            collections=["COLLZZZZ", "COLLAAAA"],
+        ),
+        api_item("ITEM2222", "Two", tags=["b", "a"], collections=["COLLMMMM", "GONEGONE", "COLLAAAA"]),
+        api_item("ITEM3333", "Three"),
+    ]
+    with Store(path) as store:
+        pull(SnapshotSource(write_json(tmp_path / "lib.json", objects)), store)
+    # Back to the schema-4 store the previous zotsync wrote: `item_page` held the page fields only.
+    db = sqlite3.connect(path)
+    db.execute("DROP TRIGGER item_page_update")
+    db.execute("DROP TABLE item_page")
+    db.execute("CREATE TABLE item_page (key TEXT PRIMARY KEY, fields TEXT NOT NULL)")
+    db.execute("DELETE FROM schema_migrations WHERE version > 4")
+    db.commit()
+    tags = {
+        key: [(tag, kind) for _, tag, kind in rows]
+        for key, rows in groupby(
+            db.execute("SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"), itemgetter(0)
+        )
+    }
+    memberships = {
+        key: [c for _, c in rows]
+        for key, rows in groupby(
+            db.execute("SELECT item_key, collection_key FROM item_collections ORDER BY item_key, position"),
+            itemgetter(0),
+        )
+    }
+    db.close()
+    assert tags["ITEM1111"] == [("zeta", 0), ("alpha", 0), ("mid", 1)]  # the order Zotero gave, unsorted
+    with Store(path) as store:
+        assert store.schema_version == 5
+        lean = {i.key: i for i in store.load_page().items}
+        full = {i.key: i for i in store.load().items}
+    assert {k: [(t.name, t.type) for t in i.tags] for k, i in lean.items() if i.tags} == tags
+    assert lean["ITEM2222"].collections == (
+        "COLLMMMM",
+        "COLLAAAA",
+    )  # a collection the store lacks is left out
+    assert memberships["ITEM2222"] == ["COLLMMMM", "GONEGONE", "COLLAAAA"]
+    assert lean["ITEM3333"].tags == () and lean["ITEM3333"].collections == ()
+    assert [(i.key, i.title, i.creators, i.tags, i.collections) for i in lean.values()] == [
+        (i.key, i.title, i.creators, i.tags, i.collections) for i in full.values()
+    ]
 
 
 def test_the_page_fields_follow_every_kind_of_write(tmp_path: Path) -> None:
