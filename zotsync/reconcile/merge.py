@@ -8,8 +8,7 @@ filled from Zotero.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from dataclasses import dataclass, field
 
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
 from . import normalize
@@ -76,17 +75,9 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
     return Reconciliation(tuple(ordered), matches, tuple(dict.fromkeys(conflicts)))
 
 
-_PLACEMENT_FIELDS = tuple(f.name for f in fields(Placement))
-_PLACEMENT_VALUES = attrgetter(*_PLACEMENT_FIELDS)
-_CATEGORY = _PLACEMENT_FIELDS.index("category")
-
-
 def _placed(base: Placement, category: str) -> Placement:
-    """`base` in another category: dataclasses.replace, without its per-call field inspection, and
-    positional, without a keyword dict per copy."""
-    values = list(_PLACEMENT_VALUES(base))
-    values[_CATEGORY] = category
-    return Placement(*values)
+    """`base` in another category (`_replace`, without its keyword dict per copy)."""
+    return Placement(category, *base[1:])
 
 
 def merge_links(curated: tuple[Link, ...], zotero: tuple[Link, ...]) -> tuple[Link, ...]:
