@@ -176,8 +176,14 @@ def test_the_page_fields_follow_every_kind_of_write(tmp_path: Path) -> None:
         )
     db = sqlite3.connect(path)
     fields = json.loads(db.execute("SELECT fields FROM items").fetchone()[0])
-    db.execute("UPDATE items SET fields = ?", (json.dumps({**fields, "date": "1999"}),))
+    people = [{"creator_type": "editor", "last_name": "Hopper", "first_name": "Grace", "name": ""}]
+    db.execute(
+        "UPDATE items SET fields = ?, title = 'Retitled', creators = ?",
+        (json.dumps({**fields, "date": "1999"}), json.dumps(people)),
+    )
     db.commit()
     db.close()
     with Store(path) as store:
-        assert store.load_page().items[0].year == "1999"
+        (item,) = store.load_page().items
+        assert (item.year, item.title, item.creators) == ("1999", "Retitled", store.load().items[0].creators)
+        assert [c.display for c in item.creators] == ["Hopper, Grace"]

@@ -185,14 +185,19 @@ MIGRATIONS: tuple[str, ...] = (
         parent_key TEXT,
         title TEXT NOT NULL,
         deleted INTEGER NOT NULL,
-        creators TEXT NOT NULL,     -- as items.creators
+        creators TEXT NOT NULL,     -- JSON [[creator_type, last_name, first_name, name], …]
         tags TEXT NOT NULL,         -- JSON [[tag, type], …] in the item's order (item_tags)
         collections TEXT NOT NULL,  -- JSON [collection key, …] in the item's order (item_collections)
         fields TEXT NOT NULL        -- JSON object: the PAGE_FIELDS of items.fields that are not null
     ) WITHOUT ROWID;
     CREATE TRIGGER item_page_update AFTER UPDATE ON items BEGIN
         UPDATE item_page SET version = new.version, item_type = new.item_type, parent_key = new.parent_key,
-            title = new.title, deleted = new.deleted, creators = new.creators,
+            title = new.title, deleted = new.deleted, creators = (
+                SELECT json_group_array(json_array(json_extract(value, '$.creator_type'),
+                    json_extract(value, '$.last_name'), json_extract(value, '$.first_name'),
+                    json_extract(value, '$.name')))
+                FROM json_each(new.creators)
+            ),
             fields = {_page_fields_sql("new.fields")}
         WHERE key = new.key;
     END;
@@ -299,7 +304,7 @@ def _fill_item_page(db: sqlite3.Connection) -> None:
     """Migration 5's data step: every item's page row, written by the code `apply` uses, streamed (a
     100k-item store is never held in memory at once)."""
     items = _stored_items(db, every_membership=True)
-    rows = (_page_row(_item_row(item), item.fields) for item in items)
+    rows = (_page_row(_item_row(item), item) for item in items)
     while batch := list(itertools.islice(rows, _BATCH)):
         db.executemany(_INSERT_PAGE_ROW, batch)
 
@@ -574,7 +579,7 @@ class Store:
                 if same_version and row == _stored_item_row(db, item.key):
                     continue
                 rows.append(row)
-                pages.append(_page_row(row, item.fields))
+                pages.append(_page_row(row, item))
                 if stored_version is None:
                     result.items_added += 1
                 else:
@@ -656,7 +661,7 @@ class Store:
                     version,
                     item_type,
                     title,
-                    _creators(creators),
+                    tuple(itertools.starmap(Creator, _json(creators))) if creators != "[]" else (),
                     item_tags,
                     tuple(c for c in _json(memberships) if c in known) if memberships != "[]" else (),
                     parent_key,
@@ -784,9 +789,9 @@ def _item_row(item: Item) -> _ItemRow:
 _INSERT_PAGE_ROW = "INSERT OR REPLACE INTO item_page VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
-def _page_row(row: _ItemRow, fields: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The `item_page` row of an item whose store rows (`_item_row`) are `row`."""
-    (key, version, item_type, parent_key, title, deleted, creators, _), tags, memberships = row
+def _page_row(row: _ItemRow, item: Item) -> tuple[Any, ...]:
+    """The `item_page` row of `item`, whose store rows (`_item_row`) are `row`."""
+    (key, version, item_type, parent_key, title, deleted, _, _), tags, memberships = row
     return (
         key,
         version,
@@ -794,10 +799,10 @@ def _page_row(row: _ItemRow, fields: Mapping[str, Any]) -> tuple[Any, ...]:
         parent_key,
         title,
         deleted,
-        creators,
+        _PAGE_JSON([list(c) for c in item.creators]) if item.creators else "[]",
         _PAGE_JSON([list(t) for t in tags]) if tags else "[]",
         _PAGE_JSON(list(memberships)) if memberships else "[]",
-        _page_fields_json(fields),
+        _page_fields_json(item.fields),
     )
 
 
