@@ -16,7 +16,9 @@ _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹘﹣－"), "-")
 
 def doi(value: str) -> str:
     """`https://doi.org/10.1145/ABC` and `10.1145/abc` are one DOI (DOIs are case-insensitive)."""
-    value = _DOI_PREFIX.sub("", value.strip())
+    value = value.strip()
+    if not value.startswith("10."):  # most are bare already: the prefix search only for the others
+        value = _DOI_PREFIX.sub("", value)
     return value.casefold() if value.startswith("10.") else ""
 
 
