@@ -51,27 +51,24 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             conflicts.append((placement.title, entry.status, zotero))
 
     claimed = {item.key for item in matches.by_title.values()}
-    # The matcher normalised every candidate's title already; a row sorts by it.
+    # The matcher normalised every candidate's title already; rows sort by it, then by key. One sort of
+    # the items, not one per category: placed in this order, each category's rows are in order too.
     sort_titles = matches.titles.titles if matches.titles else {}
-
-    def sort_key(placement: Placement) -> tuple[str, str]:
-        key = placement.zotero_key
-        title = sort_titles[key] if key in sort_titles else normalize.title(placement.title)
-        return title, key
-
+    items = [i for i in library.items if i.is_regular and not i.deleted and i.key not in claimed]
+    items.sort(
+        key=lambda i: (sort_titles[i.key] if i.key in sort_titles else normalize.title(i.title), i.key)
+    )
     uncurated: dict[str, list[Placement]] = defaultdict(list)
-    for item in library.items:
-        if not item.is_regular or item.deleted or item.key in claimed:
-            continue
+    for item in items:
         base = row.uncurated(item, UNFILED)  # built once per item, then placed in each of its categories
-        for category in [paths[c] for c in item.collections if c in paths] or [UNFILED]:
+        for category in base.collections or (UNFILED,):
             uncurated[category].append(base if category == UNFILED else _placed(base, category))
 
     ordered: list[Placement] = []
     # Unfiled is not a collection path: it closes the page rather than sorting among them.
     for category in list(rows) + sorted(set(uncurated) - set(rows), key=lambda c: (c == UNFILED, c)):
         ordered += rows.get(category, [])
-        ordered += sorted(uncurated.get(category, []), key=sort_key)
+        ordered += uncurated.get(category, [])
     return Reconciliation(tuple(ordered), matches, tuple(dict.fromkeys(conflicts)))
 
 
@@ -149,7 +146,7 @@ class _RowBuilder:
             venue=derive_venue(item, self.options.venues, year),
             year=year,
             why="",
-            authors=tuple(c.display for c in item.creators if c.display),
+            authors=tuple(name for c in item.creators if (name := c.display)),
             doi=item.doi,
             url=item.url,
             noted=False,
