@@ -640,15 +640,18 @@ class Store:
 
     @_store_errors
     def load_page(self) -> Library:
-        """The library as the page needs it, from `item_page` alone: each item's `fields` hold only
-        PAGE_FIELDS, so abstracts, notes and the rest are neither read nor decoded."""
+        """The library as the page needs it, from `item_page` alone: its items and their attachments
+        (for PDF links), each with only PAGE_FIELDS in `fields`. Abstracts, notes and annotations, often
+        most of a library, stay in the store unread (`load` has them)."""
         library_type, library_id = self._library()
         collections = self._collections()
         known = {c.key for c in collections}
         # A library repeats a few thousand tags over 100k items; Tag is immutable, so equal ones share one.
         shared_tags: dict[tuple[str, int], Tag] = {}
         items = []
-        rows = self._db.execute("SELECT * FROM item_page ORDER BY key")
+        rows = self._db.execute(
+            "SELECT * FROM item_page WHERE item_type NOT IN ('note', 'annotation') ORDER BY key"
+        )
         for key, version, item_type, parent_key, title, deleted, creators, tags, memberships, fields in rows:
             item_tags: tuple[Tag, ...] = ()
             if tags != "[]":
