@@ -139,6 +139,7 @@ class _RowBuilder:
     def uncurated(self, item: Item, category: str) -> Placement:
         read_tags = self.read_tags
         year = item.year  # one date search per item, shared with the venue
+        doi, url = item.doi, item.url  # and one look each for the DOI and URL, shared with the links
         return Placement(
             category=category,
             status=self.zotero_status(item) or "unread",
@@ -147,10 +148,10 @@ class _RowBuilder:
             year=year,
             why="",
             authors=tuple(name for c in item.creators if (name := c.display)),
-            doi=item.doi,
-            url=item.url,
+            doi=doi,
+            url=url,
             noted=False,
-            links=self.links(item),
+            links=self.links(item, url or (f"https://doi.org/{doi}" if doi else "")),
             zotero_key=item.key,
             tags=tuple(t.name for t in item.tags if t.name not in read_tags)
             if read_tags
@@ -165,10 +166,11 @@ class _RowBuilder:
             return "read"
         return "read" if item.extra_field("Read_Status").casefold() == "read" else None
 
-    def links(self, item: Item) -> tuple[Link, ...]:
+    def links(self, item: Item, paper: str) -> tuple[Link, ...]:
+        """`paper`: the item's URL, else its DOI's, else empty."""
         links: list[Link] = []
-        if paper := item.url or (f"https://doi.org/{item.doi}" if item.doi else ""):
-            links.append(Link("Paper", paper, kind="paper"))
+        if paper:
+            links.append(Link("Paper", paper, "paper"))
         library = "library" if item.library_type != "group" else f"groups/{item.library_id}"
         children = self.children.get(item.key)
         pdfs = (
@@ -182,12 +184,12 @@ class _RowBuilder:
                 Link(
                     "PDF" if number == 1 else f"PDF{number}",
                     target or f"zotero://open-pdf/{library}/items/{pdf.key}",
-                    kind="pdf",
+                    "pdf",
                 )
             )
-        links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}", kind="zotero"))
+        links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}", "zotero"))
         if self.options.archive_link:
             links.append(
-                Link("归档标签", self.options.archive_link.replace("{key}", item.key), kind="archive")
+                Link("归档标签", self.options.archive_link.replace("{key}", item.key), "archive")
             )
         return tuple(links)
