@@ -134,3 +134,36 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert built.returncode == 0, built.stderr
     (path,) = out.glob("zotsync-*.whl")
     return path
+
+
+# -- a folder nobody may write in, for the failures of files zotsync makes (tests/test_file_failures.py) ---
+import errno  # noqa: E402
+import os  # noqa: E402
+
+# chmod 555 refuses with EACCES; for root, who ignores modes, the immutable attribute refuses with EPERM.
+READ_ONLY_REASON = os.strerror(errno.EPERM if hasattr(os, "geteuid") and os.geteuid() == 0 else errno.EACCES)
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    """A folder nobody may write in, root included (chmod, and for root the immutable attribute)."""
+    if sys.platform == "win32":  # a folder's read-only attribute does not stop writes there
+        pytest.skip("Windows has no read-only folders")
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    immutable = False
+    if os.access(folder, os.W_OK):  # root ignores the mode
+        chattr = shutil.which("chattr")
+        immutable = (
+            bool(chattr) and subprocess.run([chattr, "+i", str(folder)], capture_output=True).returncode == 0
+        )
+        if not immutable:
+            folder.chmod(0o755)
+            pytest.skip("running as root where no folder can be made read-only")
+    try:
+        yield folder
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o755)

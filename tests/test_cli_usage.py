@@ -69,3 +69,51 @@ def test_an_unknown_option_suggests_the_near_one(run) -> None:
 def test_an_unknown_command_is_one_line(run) -> None:
     result = run("synk")
     assert result.code == 2 and result.err.count("\n") == 1 and "synk" in result.err
+
+
+@pytest.mark.parametrize(
+    ("args", "where"), [(["help"], "zotsync --help"), (["schedule", "list"], "zotsync schedule --help")]
+)
+def test_an_unknown_command_with_no_near_one_says_where_the_commands_are(run, args, where) -> None:
+    result = run(*args)
+    assert (result.code, result.out) == (2, "")
+    assert result.err == f"zotsync: error: No such command '{args[-1]}' (`{where}` lists the commands)\n"
+
+
+# -- -q and -v together: each keeps its meaning, in any order and combined (`-qv`, `-vq`) ---------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-qv", "pull"],
+        ["-vq", "pull"],
+        ["-q", "-v", "pull"],
+        ["-v", "-q", "pull"],
+        ["-q", "pull", "-v"],
+        ["pull", "-vq"],
+    ],
+)
+def test_quiet_and_verbose_together_still_show_the_traceback(project: Path, run, args: list[str]) -> None:
+    (project / "seeds" / "zotero-library.json").write_text("nope", encoding="utf-8")
+    result = run("--config", config_of(project), *args)
+    assert result.code == 1
+    assert "Traceback" in result.err
+    last = result.err.splitlines()[-1]
+    assert last.startswith("zotsync: error: ") and "snapshot is not valid JSON" in last
+
+
+@pytest.mark.parametrize("flags", [["-qv"], ["-vq"]])
+def test_quiet_and_verbose_together_keep_the_summary_lines_off(project: Path, run, flags: list[str]) -> None:
+    result = run(*flags, "--config", config_of(project), "sync")
+    assert result.code == 0 and result.out == ""
+    assert "wrote" not in result.err and "first pull" not in result.err  # what -q silences
+    assert (project / "exports" / "catalog.md").exists()
+
+
+def test_an_option_value_spelt_like_v_is_not_the_verbose_flag(project: Path, run) -> None:
+    result = run("--config", config_of(project), "list", "--search", "-v")  # no store yet: fails
+    assert result.code == 1 and "Traceback" not in result.err
+    assert result.err == "zotsync: error: no store at " + str(project / ".zotsync" / "zotsync.sqlite") + (
+        ": run `zotsync pull` first\n"
+    )

@@ -148,3 +148,18 @@ def test_the_key_schema_and_the_typed_config_are_one_model() -> None:
         if isinstance(keys, dict):
             typed = getattr(config, str(hints[section]))
             assert list(keys) == fields(typed), section
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_a_tilde_in_a_named_config_is_the_home_folder(places, run, monkeypatch, tmp_path: Path, how) -> None:
+    """`ZOTSYNC_CONFIG="~/list/zotsync.yaml"` quoted, or in a crontab line or a systemd unit: no shell
+    expands the `~` there, so zotsync does."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("USERPROFILE", str(tmp_path / "home"))  # what expanduser reads on Windows
+    demo_config(tmp_path / "home" / "list", "from home")
+    if how == "env":
+        monkeypatch.setenv("ZOTSYNC_CONFIG", "~/list/zotsync.yaml")
+    result = run(*(["--config", "~/list/zotsync.yaml"] if how == "option" else []), "-q", "sync")
+    assert result.code == 0, result.err
+    page = (tmp_path / "home" / "list" / "exports" / "catalog.md").read_text(encoding="utf-8")
+    assert page.startswith("# from home")

@@ -83,3 +83,28 @@ def test_zotero_api_base_on_a_local_source_is_named_as_the_culprit(
     assert result.code == 2
     assert "'ZOTERO_API_BASE'" in result.err and "unset ZOTERO_API_BASE" in result.err
     assert "source.base_url" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("", "zotsync.yaml: no source"),  # an empty file
+        ("catalog: catalog.yaml\n", "zotsync.yaml: no source"),
+        ("source:\ncatalog: catalog.yaml\n", "zotsync.yaml: no source"),
+        (
+            'catalog: catalog.yaml\nsource:\n  library_id: "1"\n',
+            "zotsync.yaml:2: config key 'source.type' is missing",
+        ),
+    ],
+)
+def test_a_config_without_a_source_type_says_so(tmp_path: Path, run, body: str, said: str) -> None:
+    """Not "source.type snapshot needs config key 'source.path'": the user never chose a snapshot."""
+    (tmp_path / "catalog.yaml").write_text("categories: []\n", encoding="utf-8")
+    config = write_config(tmp_path, body)
+    result = run("--config", str(config), "sync")
+    assert result.code == 2
+    assert result.err == (
+        f"zotsync: error: {tmp_path / said}: set source.type (web, local or snapshot) and where the library "
+        "is (`zotsync init` writes a commented config; docs/configuration.md)\n"
+    )
+    assert not (tmp_path / ".zotsync").exists()

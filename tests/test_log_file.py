@@ -92,11 +92,11 @@ def test_the_log_rotates(project: Path, run, monkeypatch: pytest.MonkeyPatch) ->
         lines_of(path)
 
 
-def test_a_log_file_that_cannot_be_opened_is_a_usage_error(project: Path, run) -> None:
-    blocker = project / "not-a-folder"
+def test_a_log_file_that_cannot_be_opened_is_a_runtime_failure(project: Path, run) -> None:
+    blocker = project / "not-a-folder"  # more cases: tests/test_file_failures.py
     blocker.write_text("", encoding="utf-8")
     result = run("--log-file", str(blocker / "zotsync.log"), "--config", config_of(project), "sync")
-    assert result.code == 2
+    assert result.code == 1  # a file zotsync writes, like an export: not a usage error
     assert result.err.startswith("zotsync: error: cannot open the log file ") and result.err.count("\n") == 1
     assert not (project / "exports" / "catalog.md").exists()  # nothing ran
 
@@ -115,3 +115,13 @@ def test_log_file_after_the_command_works_like_the_other_global_options(project:
     assert events[0] == f"INFO zotsync {__version__} sync"
     assert any(e.startswith("INFO first pull → 480: ") for e in events)
     assert re.fullmatch(r"INFO exit 0 after \d+\.\d\d s", events[-1])
+
+
+def test_a_tilde_in_the_log_file_is_the_home_folder(project: Path, run, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("USERPROFILE", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    result = run("-q", "--log-file", "~/logs/zotsync.log", "--config", config_of(project), "sync")
+    assert (result.code, result.err) == (0, "")
+    assert lines_of(tmp_path / "home" / "logs" / "zotsync.log")[0] == f"INFO zotsync {__version__} sync"
+    assert not (tmp_path / "~").exists()  # not a folder named ~ in the working directory

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import READ_ONLY_REASON
 
 from zotsync.schedule import parse_every
 
@@ -364,3 +365,47 @@ def test_systemd_analyze_verifies_the_pair(project, run, home) -> None:
 def test_a_bare_schedule_prints_its_help(run) -> None:
     result = run("schedule")
     assert result.code == 0 and "install" in result.out and "github" in result.out
+
+
+# -- a log folder that cannot be made: exit 1, like any file zotsync makes (tests/test_file_failures.py) --
+
+
+@pytest.mark.parametrize("where", ["under a file", "under a read-only folder"])
+def test_schedule_install_without_a_log_folder_is_exit_1_and_the_crontab_untouched(
+    project: Path,
+    run,
+    cron: Cron,
+    monkeypatch: pytest.MonkeyPatch,
+    request,
+    tmp_path: Path,
+    where: str,
+) -> None:
+    if where == "under a file":
+        state = tmp_path / "state-is-a-file"
+        state.write_text("", encoding="utf-8")
+        reason = f"{state} is a file, not a folder"
+    else:
+        state = request.getfixturevalue("read_only") / "state"
+        reason = READ_ONLY_REASON
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    cron.table.write_bytes(USER_TABLE.encode())
+    result = run("--config", config_of(project), "schedule", "install")
+    assert result.code == 1
+    line = result.err.strip()
+    assert result.err.count("\n") == 1
+    assert line.startswith(f"zotsync: error: cannot make the log folder {state / 'zotsync' / 'log'}: ")
+    assert reason in line, line
+    assert cron.read() == USER_TABLE and cron.writes() == 0
+
+
+def test_a_failed_schedule_install_leaves_no_log_folder_behind(
+    project: Path,
+    run,
+    cron: Cron,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRONTAB_REFUSE", "errors in crontab file, can't install")
+    result = run("--config", config_of(project), "schedule", "install")
+    assert result.code == 1
+    assert not (home / "xdg_state_home").exists()

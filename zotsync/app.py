@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import catalog_edit, digest, fingerprint
-from .catalog import load_catalogue
+from .catalog import CatalogueFile, load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
 from .export import RENDERERS, Page, read_regular, write_atomically
@@ -20,6 +20,7 @@ from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock
 from .sync import PullReport, pull
+from .yamlio import unreadable
 
 
 @contextlib.contextmanager
@@ -137,8 +138,8 @@ def run_sync(
     """pull, then every configured export and the change digest; the lock covers all of it so two cron
     runs never interleave. When the pull changed nothing and every input of the page is as the last
     sync left it (see `fingerprint`), the exports are not rendered again: they would be the same bytes."""
-    catalogue_digest = fingerprint.file_digest(config.catalog)  # before parsing: a newer file re-renders
-    inputs = fingerprint.export_inputs(config, catalogue_digest)
+    catalogue_file = CatalogueFile.read(config.catalog, config.path)  # read once: digest and page agree
+    inputs = fingerprint.export_inputs(config, catalogue_file.digest)
     paths = [default_output(config, fmt) for fmt in config.exports.formats]
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
@@ -147,14 +148,14 @@ def run_sync(
     ):
         last = fingerprint.ExportRecord.loads(store.state(EXPORT_RECORD))
         # The catalogue a sync exported from was valid; any other must parse before any request.
-        catalogue = None if last and last.inputs == inputs else load_catalogue(config.catalog, config.path)
+        catalogue = None if last and last.inputs == inputs else catalogue_file.load()
         with bulk_phase():
             report = pull(source, store, full=full, max_removal=_valve(config, force))
         if last is not None and last.still_holds(inputs, store.generation, paths):
             return SyncResult(report, tuple((path, False) for path in paths), source.requests)
         store.remember(EXPORT_RECORD, None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
-            page = merge(config, catalogue or load_catalogue(config.catalog, config.path), store).page
+            page = merge(config, catalogue or catalogue_file.load(), store).page
             written = [
                 (path, write_atomically(path, RENDERERS[fmt](page)))
                 for fmt, path in zip(config.exports.formats, paths, strict=True)
@@ -392,7 +393,8 @@ def _read_catalogue(config: Config, for_adopt: bool = False) -> catalog_edit.Doc
     try:
         text = config.catalog.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {exc}") from exc
+        problem = unreadable(config.catalog, exc)
+        raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {problem}") from exc
     return catalog_edit.Document(text, str(config.catalog), for_adopt=for_adopt)
 
 

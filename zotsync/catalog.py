@@ -5,14 +5,16 @@ zotsync never rewrites this file wholesale: it is the curator's, comments and al
 
 from __future__ import annotations
 
+import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import CatalogError, ConfigError
 from .model import Catalogue, CatalogueEntry, Category, Link
 from .text import did_you_mean
-from .yamlio import line_of, load_yaml, text_of, where
+from .yamlio import line_of, load_yaml, parse_yaml, text_of, unreadable, where
 
 TOP_KEYS = ("title", "description", "categories")
 CATEGORY_KEYS = ("name", "entries")
@@ -49,6 +51,41 @@ def load_catalogue(path: Path, config: Path | None = None) -> Catalogue:
     except ConfigError as exc:
         raise CatalogError(str(exc)) from None
     return parse_catalogue(raw, path)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueFile:
+    """The catalogue's bytes, read once: a sync fingerprints them and renders the page from them, so the
+    page always shows the catalogue its fingerprint names, even when the file is saved mid-sync."""
+
+    path: Path
+    config: Path | None
+    data: bytes | None  # None: unreadable now; `load` then fails the way `load_catalogue` does
+
+    @classmethod
+    def read(cls, path: Path, config: Path | None = None) -> CatalogueFile:
+        try:
+            return cls(path, config, path.read_bytes())
+        except OSError:
+            return cls(path, config, None)
+
+    @property
+    def digest(self) -> str | None:
+        return None if self.data is None else hashlib.sha256(self.data).hexdigest()
+
+    def load(self) -> Catalogue:
+        if self.data is None:
+            return load_catalogue(self.path, self.config)  # the usual error, naming the config's line
+        try:
+            # universal newlines, as load_yaml's read_text would give
+            text = self.data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        except UnicodeDecodeError as exc:
+            raise CatalogError(f"cannot read catalogue {self.path}: {unreadable(self.path, exc)}") from None
+        try:
+            raw = parse_yaml(text, str(self.path))
+        except ConfigError as exc:
+            raise CatalogError(str(exc)) from None
+        return parse_catalogue(raw, self.path)
 
 
 def parse_catalogue(raw: Any, path: Path) -> Catalogue:

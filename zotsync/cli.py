@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import __version__, runlog
-from .errors import ZotsyncError
+from .errors import Interrupted, ZotsyncError
 from .secrets import RedactFilter, redact, register
 from .text import json_safe, one_line, one_line_each, printable
 
@@ -32,10 +32,10 @@ log = logging.getLogger("zotsync")
 class _State:
     """The global options (given before or after the command) and the config they lead to."""
 
-    def __init__(self, config_path: str | None, verbose: bool, quiet: bool) -> None:
-        self.config_path = config_path
-        self.verbose = verbose
-        self.quiet = quiet
+    def __init__(self) -> None:
+        self.config_path: str | None = None
+        self.verbose = False
+        self.quiet = False
         self.logging_to: Path | None = None
         self._config: Config | None = None
         self._stderr = logging.StreamHandler(sys.stderr)
@@ -45,7 +45,9 @@ class _State:
         self.set_levels()
 
     def absorb(self, params: dict[str, Any], command: str) -> None:
-        """Take the global options a subcommand was given (`zotsync sync -q`) out of its params."""
+        """Take the global options given before the command (`zotsync -q sync`), or after it
+        (`zotsync sync -q`), out of its params. -q and -v each keep their meaning whatever their order
+        (`-qv`, `-vq`): -q silences what a run says it did, -v still adds each step and tracebacks."""
         config_path, verbose, quiet, log_file = (
             params.pop(name) for name in ("config_path", "verbose", "quiet", "log_file")
         )
@@ -56,6 +58,7 @@ class _State:
             self.log_to(log_file, command)
 
     def log_to(self, path: Path, command: str) -> None:
+        path = path.expanduser()  # as for --config: a quoted `~` reaches zotsync unexpanded
         runlog.open_log(path, logging.DEBUG if self.verbose else logging.INFO, RedactFilter())
         runlog.events.info("zotsync %s %s", __version__, command)
         self.logging_to = path
@@ -104,7 +107,7 @@ def _global_options() -> list[click.Option]:
         click.Option(
             ["--log-file"],
             metavar="PATH",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=click.Path(path_type=Path),  # a folder is refused by runlog, as a run-time failure
             help="Also log this run to PATH (rotating, timestamped, even with -q).",
         ),
     ]
@@ -119,7 +122,10 @@ class _Command(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         ctx.ensure_object(_State).absorb(ctx.params, ctx.info_name or "")
-        return super().invoke(ctx)
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # before click sees it: it would print a blank line into cron.log
+            raise Interrupted() from None
 
 
 class _Group(click.Group):
@@ -137,13 +143,9 @@ class _Group(click.Group):
 )
 @click.version_option(__version__, prog_name="zotsync")
 @click.pass_context
-def cli(
-    ctx: click.Context, config_path: str | None, verbose: bool, quiet: bool, log_file: Path | None
-) -> None:
+def cli(ctx: click.Context, **global_options: Any) -> None:
     """Keep a curated reading list in sync with a Zotero library."""
-    ctx.obj = _State(config_path, verbose, quiet)
-    if log_file is not None:
-        ctx.obj.log_to(log_file, ctx.invoked_subcommand or "")
+    ctx.ensure_object(_State).absorb(global_options, ctx.invoked_subcommand or "")
     if ctx.invoked_subcommand is None:  # a bare `zotsync`: the help, like git and llm
         click.echo(ctx.get_help())
         ctx.exit(0)
@@ -376,7 +378,7 @@ def schedule_remove_command(state: _State, systemd_timer: bool) -> None:
 @_CRON
 @click.option(
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a folder is refused when writing, like export --output's
     default=".github/workflows/zotsync.yml",
     show_default=True,
     help="Where to write the workflow.",
@@ -409,13 +411,15 @@ def schedule_github_command(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    verbose = "-v" in args or "--verbose" in args
     register(os.environ.get("ZOTERO_API_KEY"))
+    state = _State()  # -v as click parsed it (`-qv`, after the command), not as a word of argv
     try:
-        result = cli.main(args=args, prog_name="zotsync", standalone_mode=False)
+        result = cli.main(args=args, prog_name="zotsync", standalone_mode=False, obj=state)
         code = result if isinstance(result, int) else 0
     except ZotsyncError as exc:
-        code = _fail(str(exc), exc.exit_code, verbose)
+        if isinstance(exc, Interrupted) and sys.stderr.isatty():
+            click.echo(err=True)  # the terminal echoed ^C: the error line starts on a line of its own
+        code = _fail(str(exc), exc.exit_code, state.verbose)
     except click.exceptions.Abort:
         code = _fail("interrupted", 130, False)
     except click.UsageError as exc:
@@ -423,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.ClickException as exc:
         code = _fail(" ".join(exc.format_message().split()), exc.exit_code, False)
     except Exception as exc:  # a bug: still one line, the traceback only when asked for
-        code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, verbose)
+        code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, state.verbose)
     runlog.close_log(code)
     return code
 
@@ -439,7 +443,12 @@ def usage_message(exc: click.UsageError) -> str:
             kind = exc.param_type or param.param_type_name
             metavar = f" {param.metavar}" if isinstance(param, click.Option) and param.metavar else ""
             return f"missing {kind} {name}{metavar}{_see_help(exc.ctx)}"
-    return " ".join(exc.format_message().split())
+    message = " ".join(exc.format_message().split())
+    if message.startswith("No such command") and "Did you mean" not in message and exc.ctx is not None:
+        # `zotsync help`, `zotsync schedule list`: say where the commands are (click >= 8.4 suggests
+        # a near one itself; older versions never do)
+        return f"{message.rstrip('.')} (`{exc.ctx.command_path} --help` lists the commands)"
+    return message
 
 
 def _param_name(param: click.Parameter) -> str:

@@ -120,7 +120,8 @@ def find_config(explicit: str | None = None, environ: Mapping[str, str] | None =
     environ = os.environ if environ is None else environ
     named = explicit or environ.get("ZOTSYNC_CONFIG")
     if named:
-        return Path(named)  # a missing file: load_config says "config file not found: <it>"
+        # `~` too: no shell expands it in a quoted value, a crontab variable or a systemd Environment=
+        return Path(named).expanduser()  # a missing file: load_config says "config file not found: <it>"
     candidates = [*SEARCH_PATHS, user_config_path()]
     for candidate in candidates:
         if candidate.is_file():
@@ -225,6 +226,18 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             return f"{path}: {from_env[key]} (for 'source.{key}')"
         return f"{where(path, src, key)}: config key 'source.{key}'"
 
+    if not values["type"] and not values["path"] and not values["base_url"]:
+        # an empty file, or a source without a type: say so, not "snapshot needs a path" (the default
+        # type is for a config that names a snapshot file and nothing else)
+        what = (
+            f"{where(path, raw, 'source')}: config key 'source.type' is missing"
+            if src
+            else f"{path}: no source"
+        )
+        raise ConfigError(
+            f"{what}: set source.type (web, local or snapshot) and where the library is "
+            "(`zotsync init` writes a commented config; docs/configuration.md)"
+        )
     kind = values["type"] or "snapshot"
     if kind not in SOURCE_TYPES:
         raise ConfigError(

@@ -31,5 +31,21 @@ class ExportError(ZotsyncError):
     """An export could not be written."""
 
 
+class FileError(ZotsyncError):
+    """A file or folder zotsync makes (a log file, what `init` writes, the schedule's log folder) cannot
+    be made or opened: a run-time failure (exit 1) like an export that cannot be written, not a usage
+    error."""
+
+
+class Interrupted(ZotsyncError):
+    """Ctrl-C (SIGINT) while a command ran: exit 130, one line, the store as the interrupted
+    transaction found it."""
+
+    exit_code = 130
+
+    def __init__(self) -> None:
+        super().__init__("interrupted")
+
+
 class TooMuchRemoval(ZotsyncError):
     """The safety valve: a pull would remove more of the page than `sync.max_removal` allows."""

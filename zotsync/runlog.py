@@ -11,7 +11,8 @@ import time
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import FileError
+from .folders import cause, make_folders, remove_folders
 
 MAX_BYTES = 1_000_000  # then the file rotates: zotsync.log.1 … .5 keep the older runs
 BACKUPS = 5
@@ -35,11 +36,17 @@ class _OneLine(logging.Formatter):
 
 def open_log(path: Path, level: int, secrets: logging.Filter) -> None:
     """Send zotsync's log and the run's events to `path` as well, until `close_log`."""
+    # A log that cannot be opened is a failure of a file zotsync writes (exit 1), found before the run
+    # starts; the folders made for it are removed again, so the failed run leaves nothing behind.
+    if path.is_dir():
+        raise FileError(f"cannot open the log file {path}: it is a folder")
+    made: list[Path] = []
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        made = make_folders(path.parent)
         handler = RotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot open the log file {path}: {exc.strerror or exc}") from None
+        remove_folders(made)
+        raise FileError(f"cannot open the log file {path}: {cause(exc, path)}") from None
     handler.setFormatter(_OneLine(FORMAT, DATE_FORMAT))
     handler.setLevel(level)
     handler.addFilter(secrets)

@@ -134,8 +134,17 @@ def load_yaml(path: Path, what: str) -> Any:
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc}") from None
+        raise ConfigError(f"cannot read {what} {path}: {unreadable(path, exc)}") from None
     return parse_yaml(text, str(path))
+
+
+def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> str:
+    """Why a file cannot be read, in a few plain words (not `[Errno 21] Is a directory: '…'`)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+    if isinstance(exc, IsADirectoryError) or path.is_dir():  # Windows says "Permission denied"
+        return "it is a folder"
+    return exc.strerror or str(exc)
 
 
 def yaml_problem(name: str, text: str, exc: yaml.MarkedYAMLError) -> str:

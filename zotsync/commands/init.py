@@ -11,7 +11,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from ..config import CONFIG_NAME, SOURCE_TYPES
-from ..errors import ConfigError
+from ..errors import ConfigError, FileError
+from ..folders import cause, make_folders, remove_folders
 
 CATALOG_NAME = "catalog.yaml"
 SNAPSHOT_NAME = "zotero-library.json"
@@ -94,18 +95,24 @@ def _write(folder: Path, files: dict[str, str | bytes]) -> tuple[Path, ...]:
             "init writes nothing over a file (move it away, or init another folder)"
         )
     written: list[Path] = []
+    made: list[Path] = []  # folders this init made
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        made += make_folders(folder)
         for target, content in zip(targets, files.values(), strict=True):
             data = content.encode("utf-8") if isinstance(content, str) else content
             with target.open("xb") as stream:  # "x": never over a file that appeared meanwhile
+                written.append(target)  # ours from here on, even if the write fails
                 stream.write(data)
-            written.append(target)
         if not exports.is_dir():
-            exports.mkdir()
+            made += make_folders(exports)
             written.append(exports)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {exc.filename or folder}: {exc.strerror or exc}") from None
+    except OSError as exc:  # a read-only folder, a full disk: a run-time failure (exit 1), all undone
+        for path in written:
+            if path.is_file():
+                path.unlink(missing_ok=True)
+        remove_folders(made)
+        failed = Path(exc.filename) if exc.filename else folder
+        raise FileError(f"cannot write {failed}: {cause(exc, failed)}; init wrote nothing") from None
     return tuple(written)
 
 

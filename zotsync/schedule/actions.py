@@ -5,20 +5,39 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, FileError
 from ..export import write_atomically
+from ..folders import cause, make_folders, remove_folders
 from . import cron, github, job_argv, log_dir, parse_every, schedule_of, systemd
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 
 def install(state: Any, every: str | None, cron_expression: str | None, systemd_timer: bool) -> None:
     config = state.config  # a broken config fails now, not at the first scheduled run
     logs = log_dir()
     try:
-        logs.mkdir(parents=True, exist_ok=True)  # cron's `>>` cannot make the folder
-    except OSError as exc:
-        raise ConfigError(f"cannot make the log folder {logs}: {exc.strerror or exc}") from None
+        made = make_folders(logs)  # cron's `>>` cannot make the folder
+    except OSError as exc:  # a file zotsync makes: a run-time failure (exit 1), not a usage error
+        raise FileError(f"cannot make the log folder {logs}: {cause(exc, logs)}") from None
+    try:
+        _install(state, config, logs, every, cron_expression, systemd_timer)
+    except BaseException:
+        remove_folders(made)  # a failed install leaves no trace, not even the log folder
+        raise
+
+
+def _install(
+    state: Any,
+    config: Config,
+    logs: Path,
+    every: str | None,
+    cron_expression: str | None,
+    systemd_timer: bool,
+) -> None:
     argv = job_argv(config.path, logs / "zotsync.log")
     key_from_shell = config.source.type == "web" and bool(os.environ.get("ZOTERO_API_KEY"))
     if systemd_timer:
@@ -91,7 +110,7 @@ def write_workflow(
 ) -> None:
     expression, words = schedule_of(every, cron_expression)
     text = github.workflow(state.config, Path.cwd(), expression, words, install_spec)
-    if output.exists() and not force:
+    if output.exists() and not output.is_dir() and not force:  # a folder: write_atomically refuses it
         raise ConfigError(f"{output} exists: --force replaces it")
     write_atomically(output, text)
     state.say(f"wrote {output} ({words}, in UTC)")

@@ -1,0 +1,65 @@
+"""Ctrl-C (SIGINT): exit 130 with the one line every failure gets — no blank line before it in a
+cron mail or `cron.log` (only a terminal, which echoed `^C`, gets the line break) — and the store and
+exports as they were."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_web_source import small_library, write_web_config
+from zotero_server import Fault
+
+from zotsync import app
+
+
+def config_of(project: Path) -> str:
+    return str(project / "config" / "zotsync.yaml")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT cannot be sent to a child process on Windows")
+def test_ctrl_c_during_a_first_pull_is_one_line_exit_130_and_leaves_no_store(
+    tmp_path: Path, zotero_api
+) -> None:
+    server = zotero_api(small_library())
+    server.inject(Fault.delay(1.5))  # the first request hangs: the user gives up and presses Ctrl-C
+    config = write_web_config(tmp_path, server.url)
+    log = tmp_path / "zotsync.log"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "zotsync", "--config", str(config), "--log-file", str(log), "sync"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not server.requests and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.02)
+    assert server.requests, "the sync never reached the server"
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130
+    assert (out, err) == ("", "zotsync: error: interrupted\n")
+    assert not (tmp_path / "store.sqlite").exists()  # the first pull never finished: no empty store
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert lines[-2].endswith(" ERROR interrupted") and " INFO exit 130 after " in lines[-1]
+
+
+def test_ctrl_c_after_the_pull_keeps_the_last_exports_and_says_one_line(
+    project: Path, run, monkeypatch
+) -> None:
+    assert run("-q", "--config", config_of(project), "sync").code == 0
+    exports = {p.name: p.read_bytes() for p in (project / "exports").iterdir()}
+    catalogue = project / "seeds" / "catalog.yaml"
+    catalogue.write_text(catalogue.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+
+    def pressed_ctrl_c(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(app, "merge", pressed_ctrl_c)
+    result = run("--config", config_of(project), "sync")
+    assert (result.code, result.out, result.err) == (130, "", "zotsync: error: interrupted\n")
+    assert {p.name: p.read_bytes() for p in (project / "exports").iterdir()} == exports
