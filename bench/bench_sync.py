@@ -288,10 +288,10 @@ def source_phase() -> Iterator[list[tuple[float, float]]]:
     phases: list[tuple[float, float]] = []
     original = WebSource.changes
 
-    def timed(self: WebSource, since: int | None) -> Any:
+    def timed(self: WebSource, *args: Any) -> Any:
         wall, cpu = time.perf_counter(), time.process_time()
         try:
-            return original(self, since)
+            return original(self, *args)
         finally:
             phases.append((time.perf_counter() - wall, time.process_time() - cpu))
 

@@ -220,18 +220,23 @@ def test_what_leaves_the_page() -> None:
             }
         )
 
+    def gone(changes: Changes, switching: bool) -> set[str]:
+        # What the store's landing makes of the items (which stay on the page), as a pull sees it.
+        with Store(Path(":memory:")) as store, store.landing("snapshot:x") as landing:
+            landing.add(changes.items)
+            return leaving(on_page, landing.arrived, changes, switching)
+
     on_page = {"AAAAAAAA", "BBBBBBBB", "CCCCCCCC", "DDDDDDDD", "EEEEEEEE"}
     incremental = Changes(
         library_version=2,
         items=(item("AAAAAAAA", deleted=1), item("BBBBBBBB", parentItem="ZZZZZZZZ"), item("EEEEEEEE")),
         deleted_items=frozenset({"CCCCCCCC", "EEEEEEEE"}),
     )
-    assert leaving(on_page, incremental, switching=False) == {"AAAAAAAA", "BBBBBBBB", "CCCCCCCC"}
+    assert gone(incremental, switching=False) == {"AAAAAAAA", "BBBBBBBB", "CCCCCCCC"}
     complete = Changes(library_version=2, items=(item("EEEEEEEE"),), complete=True)
-    assert leaving(on_page, complete, switching=False) == on_page - {"EEEEEEEE"}
-    assert leaving(on_page, Changes(library_version=2, items=(item("DDDDDDDD"),)), switching=True) == (
-        on_page - {"DDDDDDDD"}
-    )
+    assert gone(complete, switching=False) == on_page - {"EEEEEEEE"}
+    other_library = Changes(library_version=2, items=(item("DDDDDDDD"),))
+    assert gone(other_library, switching=True) == on_page - {"DDDDDDDD"}
 
 
 # -- the web source on the fake Zotero server -------------------------------------------------------------

@@ -39,9 +39,9 @@ def snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     changes = SnapshotSource.changes
 
-    def counting(self, since):
+    def counting(self, *args):
         calls.append(1)
-        return changes(self, since)
+        return changes(self, *args)
 
     monkeypatch.setattr(SnapshotSource, "changes", counting)
     return calls

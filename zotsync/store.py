@@ -484,81 +484,12 @@ class Store:
         """Land one pull atomically; a source other than the store's own replaces the store's content.
         An object whose version the store already has is skipped, unless `rewrite` (`pull --full`) or
         an untrusted version asks to compare content first; an identical object is never rewritten."""
-        result = ApplyResult()
-        with self._transaction() as db:
-            replaced = False
-            if self.state("source") not in (None, source_id):
-                content = db.execute("SELECT 1 FROM items UNION ALL SELECT 1 FROM collections")
-                replaced = content.fetchone() is not None
-                db.execute("DELETE FROM items")
-                db.execute("DELETE FROM collections")
-            known = self.item_versions()
-            stored_collections = {row[0]: row for row in db.execute("SELECT * FROM collections")}
+        with self.landing(source_id, rewrite) as landing:
+            return landing.finish(changes)
 
-            # A trashed collection leaves like a deleted one; its restore brings it back with a new version.
-            # Subcollections go with their parent, judged on the tree as this pull leaves it (a child
-            # moved out of a deleted parent in the same pull stays).
-            incoming_collections = {c.key for c in changes.collections if not c.deleted}
-            gone_roots = set(changes.deleted_collections) | {c.key for c in changes.collections if c.deleted}
-            if changes.complete:
-                gone_roots |= set(stored_collections) - incoming_collections
-            parents = {key: row[3] for key, row in stored_collections.items()}
-            parents.update({c.key: c.parent_key for c in changes.collections})
-            gone_collections = with_descendants(gone_roots, parents)
-            live_collections = [c for c in changes.collections if c.key not in gone_collections]
-            for key in gone_collections & set(stored_collections):
-                db.execute("DELETE FROM collections WHERE key = ?", (key,))
-                result.collections_removed += 1
-            # Memberships stay: they belong to the items, `load` shows only those of existing
-            # collections, and a collection restored from the trash finds its items again.
-            for collection in live_collections:
-                row = (collection.key, collection.version, collection.name, collection.parent_key)
-                if stored_collections.get(collection.key) == row:
-                    continue
-                db.execute("INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)", row)
-                result.collections_changed += 1
-
-            incoming = {i.key for i in changes.items}
-            gone = set(changes.deleted_items) - incoming
-            if changes.complete:
-                gone |= set(known) - incoming
-            removed = sorted(gone & set(known))
-            db.executemany("DELETE FROM items WHERE key = ?", ((key,) for key in removed))
-            result.items_removed += len(removed)
-            rows: list[_ItemRow] = []
-            pages: list[tuple[str, str]] = []
-            # The last copy of an item a pull saw twice wins (a page boundary moved under the pull).
-            for item in {i.key: i for i in changes.items}.values():
-                stored_version = known.get(item.key)
-                same_version = stored_version == item.version
-                if same_version and not rewrite and changes.trust_versions:
-                    continue
-                row = _item_row(item)
-                if same_version and row == _stored_item_row(db, item.key):
-                    continue
-                rows.append(row)
-                pages.append((item.key, _page_fields_json(item.fields)))
-                if stored_version is None:
-                    result.items_added += 1
-                else:
-                    result.items_updated += 1
-                if len(rows) == _BATCH:
-                    _write_items(db, rows, pages, known)
-                    rows, pages = [], []
-            _write_items(db, rows, pages, known)
-            if replaced or result.changed:
-                db.execute(_BUMP_GENERATION)
-
-            for name, value in (
-                ("library_version", str(changes.library_version)),
-                ("library_type", changes.library_type),
-                ("library_id", changes.library_id),
-                ("library_name", changes.library_name),
-                ("source", source_id),
-                ("last_sync_at", _now()),
-            ):
-                db.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (name, value))
-        return result
+    def landing(self, source_id: str, rewrite: bool = False) -> Landing:
+        """A pull written while it is still being read (see `Landing`), with `apply`'s rules."""
+        return Landing(self, source_id, rewrite)
 
     @_store_errors
     def touch(self) -> None:
@@ -678,6 +609,149 @@ class Store:
             return self._load("items.fields", every_membership=True)
         finally:
             db.execute("COMMIT")
+
+
+class Landing:
+    """One pull on its way into the store, in one transaction. The source may hand items over while it
+    still reads (`add`: written a batch at a time, so a page's objects can go as soon as they are
+    written); `finish` writes what is left, lets `check` (the safety valve) refuse, removes what the pull
+    removes, writes the collections and the library version, and commits. Leaving the `with` block in
+    any other way (an error, Ctrl-C, a refusal) rolls all of it back: the store stays as it was."""
+
+    def __init__(self, store: Store, source_id: str, rewrite: bool) -> None:
+        self.path = store.path  # for _store_errors
+        self.arrived: dict[str, bool] = {}  # every item key this pull brought → whether it is on the page
+        self.result = ApplyResult()
+        self._store, self._db = store, store._db
+        self._source_id, self._rewrite = source_id, rewrite
+        self._known: dict[str, int] = {}  # the store's item versions before this pull
+        self._replaced = False
+        self._written: set[str] = set()  # keys this pull wrote (a second copy must replace the first)
+
+    def __enter__(self) -> Landing:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        # Not finished: roll back. SQLite has already rolled back after some errors (a full disk), and
+        # ROLLBACK would then fail and hide the error that matters.
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+    def _begin(self) -> sqlite3.Connection:
+        db = self._db
+        if not db.in_transaction:
+            db.execute("BEGIN IMMEDIATE")
+            if self._store.state("source") not in (None, self._source_id):
+                content = db.execute("SELECT 1 FROM items UNION ALL SELECT 1 FROM collections")
+                self._replaced = content.fetchone() is not None
+                db.execute("DELETE FROM items")
+                db.execute("DELETE FROM collections")
+            self._known = self._store.item_versions()
+        return db
+
+    @_store_errors
+    def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
+        """Items of this pull, written (in batches of `_BATCH`) before this returns, so the caller may
+        drop them; the last copy of an item a pull saw twice wins (a page boundary moved under the pull)."""
+        db = self._begin()
+        known, result = self._known, self.result
+        pending: dict[str, tuple[_ItemRow, tuple[str, str]]] = {}
+        for item in items:
+            stored_version = known.get(item.key)
+            first_copy = item.key not in self.arrived
+            self.arrived[item.key] = item.is_regular and not item.deleted
+            same_version = stored_version == item.version
+            if same_version and not self._rewrite and trust_versions:
+                continue
+            row = _item_row(item)
+            if same_version and row == _stored_item_row(db, item.key):
+                continue
+            if item.key in self._written:
+                self._written.discard(item.key)
+                db.execute("DELETE FROM items WHERE key = ?", (item.key,))
+            pending[item.key] = (row, (item.key, _page_fields_json(item.fields)))
+            if first_copy and stored_version is None:
+                result.items_added += 1
+            elif first_copy:
+                result.items_updated += 1
+            if len(pending) == _BATCH:
+                self._write(pending)
+        self._write(pending)
+
+    def _write(self, pending: dict[str, tuple[_ItemRow, tuple[str, str]]]) -> None:
+        if pending:
+            rows = [row for row, _ in pending.values()]
+            _write_items(self._db, rows, [page for _, page in pending.values()], self._known)
+            self._written.update(pending)
+            pending.clear()
+
+    @_store_errors
+    def start_over(self) -> None:
+        """Forget the items added so far: the source reads the library again (it moved during the read).
+        The transaction starts over too (the next `add` begins it): a savepoint would do, but it keeps
+        SQLite from rewriting a page in place, which made a large pull write several times as much."""
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+        self.arrived.clear()
+        self._written.clear()
+        self.result = ApplyResult()
+
+    @_store_errors
+    def finish(
+        self, changes: Changes, check: Callable[[Mapping[str, bool]], None] | None = None
+    ) -> ApplyResult:
+        """Land `changes` (its items besides those already added) and commit. `check` sees `arrived`
+        once every item is written and before anything is removed, and may raise to refuse the pull."""
+        db = self._begin()
+        self.add(changes.items, changes.trust_versions)
+        if check is not None:
+            check(self.arrived)
+        result, known = self.result, self._known
+        stored_collections = {row[0]: row for row in db.execute("SELECT * FROM collections")}
+
+        # A trashed collection leaves like a deleted one; its restore brings it back with a new version.
+        # Subcollections go with their parent, judged on the tree as this pull leaves it (a child
+        # moved out of a deleted parent in the same pull stays).
+        incoming_collections = {c.key for c in changes.collections if not c.deleted}
+        gone_roots = set(changes.deleted_collections) | {c.key for c in changes.collections if c.deleted}
+        if changes.complete:
+            gone_roots |= set(stored_collections) - incoming_collections
+        parents = {key: row[3] for key, row in stored_collections.items()}
+        parents.update({c.key: c.parent_key for c in changes.collections})
+        gone_collections = with_descendants(gone_roots, parents)
+        live_collections = [c for c in changes.collections if c.key not in gone_collections]
+        for key in gone_collections & set(stored_collections):
+            db.execute("DELETE FROM collections WHERE key = ?", (key,))
+            result.collections_removed += 1
+        # Memberships stay: they belong to the items, `load` shows only those of existing
+        # collections, and a collection restored from the trash finds its items again.
+        for collection in live_collections:
+            row = (collection.key, collection.version, collection.name, collection.parent_key)
+            if stored_collections.get(collection.key) == row:
+                continue
+            db.execute("INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)", row)
+            result.collections_changed += 1
+
+        gone = set(changes.deleted_items) - self.arrived.keys()
+        if changes.complete:
+            gone |= known.keys() - self.arrived.keys()
+        removed = sorted(gone & known.keys())
+        db.executemany("DELETE FROM items WHERE key = ?", ((key,) for key in removed))
+        result.items_removed += len(removed)
+        if self._replaced or result.changed:
+            db.execute(_BUMP_GENERATION)
+
+        for name, value in (
+            ("library_version", str(changes.library_version)),
+            ("library_type", changes.library_type),
+            ("library_id", changes.library_id),
+            ("library_name", changes.library_name),
+            ("source", self._source_id),
+            ("last_sync_at", _now()),
+        ):
+            db.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (name, value))
+        db.execute("COMMIT")
+        return result
 
 
 def _grouped(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from .errors import TooMuchRemoval
@@ -42,7 +43,7 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     """Incremental unless `full` (or the store holds another library): the source then lists everything
     and the store drops whatever it no longer has. With `max_removal` (the share `sync.max_removal`;
     None is `--force`), a pull that would take more of the page's items away is refused before it
-    touches the store.
+    commits: the store stays as it was.
 
     A source that can fingerprint its whole library cheaply (a snapshot file's hash) is not read at all
     when the fingerprint is the one the store last took in from it."""
@@ -55,28 +56,39 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     if taken is not None and incremental and before is not None and store.state(FINGERPRINT) == taken:
         store.touch()
         return PullReport(before, before, ApplyResult())
-    changes = source.changes(since)
+    switching = stored_source not in (None, source.id)
+    on_page = store.catalogue_item_keys() if max_removal is not None else set()
+    # A source may write pages into the landing while it still reads (the web source does); nothing is
+    # committed before the whole pull is in and the valve has passed it.
+    with store.landing(source.id, rewrite=full) as landing:
+        changes = source.changes(since, landing)
+        if changes is not None:
+            valve = None
+            if max_removal is not None:
+                valve = functools.partial(
+                    check_removal, on_page, changes=changes, switching=switching, max_removal=max_removal
+                )
+            result = landing.finish(changes, valve)
     if changes is None:
         store.touch()
         return PullReport(before, before, ApplyResult())
-    if max_removal is not None:
-        check_removal(store, changes, stored_source not in (None, source.id), max_removal)
-    result = store.apply(changes, source.id, rewrite=full)
     # After the data: a run killed in between only reads the source once more next time.
     store.remember(FINGERPRINT, taken)
-    reread = len(changes.items) if full and changes.complete else None
+    reread = len(landing.arrived) if full and changes.complete else None
     return PullReport(before, changes.library_version, result, reread)
 
 
 FINGERPRINT = "source_fingerprint"  # sync state: the fingerprint of what the store last took in
 
 
-def check_removal(store: Store, changes: Changes, switching: bool, max_removal: float) -> None:
+def check_removal(
+    on_page: Set[str], arrived: Mapping[str, bool], changes: Changes, switching: bool, max_removal: float
+) -> None:
     """octodns' TooMuchChange: the library emptied, another library behind the same id, a permission
-    change hiding most items — refuse rather than publish an empty page. `switching`: the store holds
-    another source's library, which this pull replaces."""
-    on_page = store.catalogue_item_keys()
-    gone = leaving(on_page, changes, switching)
+    change hiding most items — refuse rather than publish an empty page. `on_page`: the store's page
+    items before the pull; `arrived`: every item key the pull brought → whether it is on the page;
+    `switching`: the store holds another source's library, which this pull replaces."""
+    gone = leaving(on_page, arrived, changes, switching)
     if len(gone) >= MIN_REFUSED_REMOVAL and len(gone) > max_removal * len(on_page):
         raise TooMuchRemoval(
             f"this pull would remove {len(gone)} of the {len(on_page)} Zotero items on the page "
@@ -88,17 +100,17 @@ def check_removal(store: Store, changes: Changes, switching: bool, max_removal: 
         log.debug("this pull removes %d of the %d Zotero items on the page", len(gone), len(on_page))
 
 
-def leaving(on_page: Set[str], changes: Changes, switching: bool) -> set[str]:
-    """The keys in `on_page` (regular, top-level, not trashed) that `changes` would take off the page:
-    deleted, trashed or turned into a child item; missing from a complete read; or missing from the
-    library that replaces the store's when the source is another one (`switching`)."""
-    incoming = {item.key: item for item in changes.items}
+def leaving(on_page: Set[str], arrived: Mapping[str, bool], changes: Changes, switching: bool) -> set[str]:
+    """The keys in `on_page` (regular, top-level, not trashed) that the pull would take off the page:
+    arrived deleted, trashed or turned into a child item (`arrived` maps them to False); deleted; missing
+    from a complete read; or missing from the library that replaces the store's when the source is
+    another one (`switching`)."""
     wholesale = changes.complete or switching
     gone = set()
     for key in on_page:
-        item = incoming.get(key)
-        if item is not None:
-            if item.deleted or not item.is_regular:
+        stays = arrived.get(key)
+        if stays is not None:
+            if not stays:
                 gone.add(key)
         elif wholesale or key in changes.deleted_items:
             gone.add(key)

@@ -9,6 +9,19 @@ from ..model import Collection, Item
 from ..store import Changes
 
 
+class Sink(Protocol):
+    """Where a source may hand over items while it still reads (`Store.landing`), so that a large
+    library is never held in memory at once. Nothing lands before the pull's `Changes` do."""
+
+    def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
+        """Items of this pull (the last copy of one handed over twice wins)."""
+        ...
+
+    def start_over(self) -> None:
+        """Forget every item handed over so far: the source reads the library again."""
+        ...
+
+
 class Source(Protocol):
     @property
     def id(self) -> str:
@@ -20,9 +33,10 @@ class Source(Protocol):
         """HTTP requests sent so far (0 for sources that read local files)."""
         ...
 
-    def changes(self, since: int | None) -> Changes | None:
+    def changes(self, since: int | None, sink: Sink | None = None) -> Changes | None:
         """Everything changed after library version `since` (all of it when None); None when nothing
-        changed. Raises SourceError (exit 1) or ConfigError (exit 2) with one clear line."""
+        changed. Raises SourceError (exit 1) or ConfigError (exit 2) with one clear line. A source may
+        hand some items to `sink` as it reads them instead of returning them in `Changes.items`."""
         ...
 
 

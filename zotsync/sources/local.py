@@ -46,6 +46,7 @@ from typing import Any
 from ..errors import ConfigError, SourceError
 from ..model import Collection, Creator, Item, Tag
 from ..store import Changes
+from .base import Sink
 
 log = logging.getLogger("zotsync")
 
@@ -154,8 +155,8 @@ class LocalSource:
         database = f"local:{self.database.resolve()}"
         return f"{database}#groups/{self.group_id}" if self.library_type == "group" else database
 
-    def changes(self, since: int | None) -> Changes:
-        """The whole user library: `since` is ignored (see the class docstring)."""
+    def changes(self, since: int | None, sink: Sink | None = None) -> Changes:
+        """The whole user library: `since` is ignored (see the class docstring), and so is `sink`."""
         database = self.database
         if not database.is_file():
             raise ConfigError(f"no {DATABASE} at {self.path}")

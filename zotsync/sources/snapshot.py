@@ -12,7 +12,7 @@ from ..errors import ConfigError, SourceError
 from ..fingerprint import file_digest
 from ..model import CHILD_TYPES, Collection, Creator, InvalidObject, Item, Library
 from ..store import Changes
-from .base import split_objects
+from .base import Sink, split_objects
 
 
 class SnapshotSource:
@@ -30,7 +30,7 @@ class SnapshotSource:
         unreadable (`changes` then reports why)."""
         return file_digest(self.path)
 
-    def changes(self, since: int | None) -> Changes | None:
+    def changes(self, since: int | None, sink: Sink | None = None) -> Changes | None:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import itertools
 import json
 import logging
 import math
@@ -25,8 +26,8 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -43,6 +44,7 @@ from ..gcpause import bulk_phase
 from ..model import Collection, InvalidObject, Item, sane_version
 from ..secrets import excerpt, redact, register
 from ..store import Changes
+from .base import Sink
 
 log = logging.getLogger("zotsync.web")
 
@@ -167,21 +169,28 @@ class WebSource:
         self.close()
 
     # -- the sync algorithm ---------------------------------------------------------------------
-    def changes(self, since: int | None) -> Changes | None:
+    def changes(self, since: int | None, sink: Sink | None = None) -> Changes | None:
+        """A full read hands its item pages to `sink` as they arrive (see `_full`); without one it
+        returns them in `Changes.items` like every other read."""
         self._ends = time.monotonic() + self.deadline
         if self.local:
             since = None  # the local API's `since` misses unsynced edits and it has no /deleted: read it all
         elif since is not None and sane_version(since) is None:
             log.warning("the store holds library version %s, which is no version: reading everything", since)
             since = None
+        collected = _Collected() if sink is None else None
         with bulk_phase():
-            return self._changes_since(since)
+            changes = self._changes_since(since, sink or collected)
+        if collected is not None and changes is not None and changes.complete:
+            changes = replace(changes, items=tuple(collected.items.values()))
+        return changes
 
-    def _changes_since(self, since: int | None) -> Changes | None:
+    def _changes_since(self, since: int | None, sink: Sink) -> Changes | None:
         for restart in range(self.MAX_RESTARTS + 1):
             try:
-                return self._full() if since is None else self._incremental(since)
+                return self._full(sink) if since is None else self._incremental(since, sink)
             except _LibraryMoved as moved:
+                sink.start_over()
                 if restart == self.MAX_RESTARTS:
                     raise SourceError(
                         f"Zotero API: the library kept changing during the pull ({restart + 1} tries); "
@@ -192,8 +201,10 @@ class WebSource:
                 self._pause(pause)
         raise AssertionError("unreachable")
 
-    def _full(self) -> Changes:
-        """Every item (trash included) and collection, in pages of 100: the store drops the rest."""
+    def _full(self, sink: Sink) -> Changes:
+        """Every item (trash included) and collection, in pages of 100: the store drops the rest. Each
+        item page goes to `sink` as it arrives, in this thread, while the next pages are on their way
+        (the store writes it into the pull's transaction and the page's objects can go)."""
         items_path, collections_path = f"{self._prefix}/items", f"{self._prefix}/collections"
         first_items, first_collections = self._run(
             [
@@ -202,34 +213,46 @@ class WebSource:
             ]
         )
         version = self._version_of(first_items)
+        items = _Arrivals(version, self.local)
+        trusted = not self.local  # the local API's versions stay put on local edits: compare content
+        collection_replies = [first_collections]
         # Total-Results tells how many pages follow, so they can all be asked for at once.
-        item_calls = self._page_calls(items_path, _item_page, first_items, Item.from_api)
         collection_calls = self._page_calls(
             collections_path, _collection_page, first_collections, Collection.from_api
         )
+        item_calls = self._page_calls(items_path, _item_page, first_items, Item.from_api)
+
+        def arrived(index: int, reply: _Reply) -> None:
+            if index < len(collection_calls):
+                collection_replies.append(reply)
+            else:
+                sink.add(items.take(reply), trusted)
+
         total = (first_items.total or 0) + (first_collections.total or 0)
         with self._progress(total, "Fetching the Zotero library") as advance:
             advance(first_items.count + first_collections.count)
-            replies = self._run([*item_calls, *collection_calls], advance)
-            item_replies = [first_items, *replies[: len(item_calls)]]
-            collection_replies = [first_collections, *replies[len(item_calls) :]]
-            del replies
+            sink.add(items.take(first_items), trusted)
+            self._run([*collection_calls, *item_calls], advance, arrived)
             # A server without Total-Results (some mirrors): page on until a short page.
             if first_items.total is None:
-                item_replies += self._follow(items_path, _item_page, first_items, Item.from_api)
+                for reply in self._follow(items_path, _item_page, first_items, Item.from_api):
+                    sink.add(items.take(reply), trusted)
             if first_collections.total is None:
                 collection_replies += self._follow(
                     collections_path, _collection_page, first_collections, Collection.from_api
                 )
-        for reply in (*item_replies, *collection_replies):
-            _check(version, reply)
-        items = _objects(item_replies, version, count=first_items.total, local=self.local)
+        items.close(count=first_items.total)
         collections = _objects(collection_replies, version, count=first_collections.total, local=self.local)
-        del item_replies, collection_replies
         if self.local and first_items.version is None:
-            version = max((o.version for o in (*items, *collections)), default=0)
-        log.debug("full read: %d items, %d collections at version %d", len(items), len(collections), version)
-        return self._changes(version, items, collections, complete=True)
+            version = max(items.newest, *(c.version for c in collections), 0)
+        log.debug(
+            "full read: %d items, %d collections at version %d",
+            len(items.keys),
+            len(collections),
+            version,
+        )
+        example = first_items.objects[0] if first_items.objects else None
+        return self._changes(version, (), collections, complete=True, example=example)
 
     def _version_of(self, reply: _Reply) -> int:
         if reply.version is None:
@@ -246,8 +269,8 @@ class WebSource:
 
     def _follow(
         self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply, convert: _Convert
-    ) -> list[_Reply]:
-        replies, last, start = [], first, PAGE
+    ) -> Iterator[_Reply]:
+        last, start = first, PAGE
         while last.count >= PAGE:
             if start >= self.MAX_OBJECTS:
                 raise SourceError(
@@ -255,11 +278,10 @@ class WebSource:
                     "more than a Zotero library holds, and no Total-Results; refusing to page on"
                 )
             last = self._get(path, params(start), convert=convert)
-            replies.append(last)
+            yield last
             start += PAGE
-        return replies
 
-    def _incremental(self, since: int) -> Changes | None:
+    def _incremental(self, since: int, sink: Sink) -> Changes | None:
         items_path, collections_path = f"{self._prefix}/items", f"{self._prefix}/collections"
         # One conditional request answers "anything new?" and, if so, lists the changed items.
         first = self._get(
@@ -274,7 +296,7 @@ class WebSource:
             log.warning(
                 "the library is at version %d, older than the stored %d: reading everything", version, since
             )
-            return self._full()
+            return self._full(sink)
         if first.status == 304:
             log.debug("library unchanged since version %d", since)
             return None
@@ -355,11 +377,13 @@ class WebSource:
         collections: Sequence[Collection],
         *,
         complete: bool = False,
+        example: Item | None = None,
         deleted_items: frozenset[str] = frozenset(),
         deleted_collections: frozenset[str] = frozenset(),
     ) -> Changes:
-        # The local API names "My Library" users/0; its objects carry the library's real id.
-        library = next(iter(items), None) if self.local else None
+        # The local API names "My Library" users/0; its objects (`example`: one of them) carry the
+        # library's real id.
+        library = (example or next(iter(items), None)) if self.local else None
         return Changes(
             library_version=version,
             items=tuple(items),
@@ -375,31 +399,49 @@ class WebSource:
 
     # -- running requests -----------------------------------------------------------------------
     def _run(
-        self, calls: Sequence[Callable[[], _Reply]], advance: Callable[[int], None] | None = None
+        self,
+        calls: Sequence[Callable[[], _Reply]],
+        advance: Callable[[int], None] | None = None,
+        each: Callable[[int, _Reply], None] | None = None,
     ) -> list[_Reply]:
-        """Run the calls at most `concurrency` at a time; results in call order; the first failure
-        cancels what has not started and is raised once the running ones finish."""
+        """Run the calls at most `concurrency` at a time; the replies in call order, or, with `each`,
+        handed to `each(index, reply)` in this thread as they arrive and not kept: then only a few calls
+        run ahead of what `each` took, so memory holds a few pages whatever the library's size. The
+        first failure (or one of `each`) cancels what has not started and is raised once the running
+        ones finish."""
+        results: dict[int, _Reply] = {}
+        take = each or results.__setitem__
         if len(calls) <= 1 or self.concurrency == 1:
-            replies = []
-            for call in calls:
-                replies.append(call())
+            for index, call in enumerate(calls):
+                reply = call()
+                take(index, reply)
                 if advance:
-                    advance(replies[-1].count)
-            return replies
+                    advance(reply.count)
+            return [results[index] for index in sorted(results)]
+        queue = iter(enumerate(calls))
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(calls))) as pool:
-            futures = [pool.submit(call) for call in calls]
-            pending: set[Future[_Reply]] = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for future in done:
-                    failure = future.exception()
-                    if failure is not None:
-                        for other in pending:
-                            other.cancel()
-                        raise failure
-                    if advance:
-                        advance(future.result().count)
-            return [future.result() for future in futures]
+            running: dict[Future[_Reply], int] = {}
+
+            def submit() -> None:
+                for index, call in itertools.islice(queue, 1):
+                    running[pool.submit(call)] = index
+
+            for _ in range(2 * self.concurrency):  # a reply waiting for `each` leaves no connection idle
+                submit()
+            try:
+                while running:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        index = running.pop(future)
+                        take(index, future.result())
+                        if advance:
+                            advance(future.result().count)
+                        submit()
+            except BaseException:
+                for other in running:
+                    other.cancel()
+                raise
+        return [results[index] for index in sorted(results)]
 
     def _get(
         self,
@@ -730,17 +772,51 @@ def _objects(
     count: int | None = None,
     local: bool = False,
 ) -> list[Any]:
-    """The replies' model objects, checked to form one consistent snapshot: nothing newer than the library
-    version, and exactly the keys (or the count) the listing promised."""
-    objects = list({o.key: o for r in replies for o in r.objects}.values())
-    newest = max((o.version for o in objects), default=0)
-    if newest > version and not local:  # the local API's version header, if any, is only informative
-        raise _LibraryMoved(f"an object at version {newest} arrived in a pull of version {version}")
-    if keys is not None and {o.key for o in objects} != set(keys):
-        raise _LibraryMoved(f"objects appeared or vanished while fetching version {version}")
-    if count is not None and len(objects) != count:
-        raise _LibraryMoved(f"the object count changed while fetching version {version}")
+    """The replies' model objects, checked to form one consistent snapshot (see `_Arrivals`)."""
+    arrivals = _Arrivals(version, local)
+    objects = list({o.key: o for r in replies for o in arrivals.take(r)}.values())
+    arrivals.close(keys, count)
     return objects
+
+
+class _Arrivals:
+    """A listing's objects checked page by page as they arrive, so that they need not be kept to be
+    checked: every page of the library version and nothing newer; then (`close`) exactly the keys, or
+    the count, the listing promised."""
+
+    def __init__(self, version: int, local: bool) -> None:
+        self.version = version
+        self.local = local  # the local API's version header, if any, is only informative
+        self.keys: set[str] = set()
+        self.newest = 0
+
+    def take(self, reply: _Reply) -> tuple[Any, ...]:
+        _check(self.version, reply)
+        newest = max((o.version for o in reply.objects), default=0)
+        if newest > self.version and not self.local:
+            raise _LibraryMoved(f"an object at version {newest} arrived in a pull of version {self.version}")
+        self.newest = max(self.newest, newest)
+        self.keys.update(o.key for o in reply.objects)
+        return reply.objects
+
+    def close(self, keys: Mapping[str, int] | None = None, count: int | None = None) -> None:
+        if keys is not None and self.keys != set(keys):
+            raise _LibraryMoved(f"objects appeared or vanished while fetching version {self.version}")
+        if count is not None and len(self.keys) != count:
+            raise _LibraryMoved(f"the object count changed while fetching version {self.version}")
+
+
+class _Collected:
+    """The sink of a caller that gave none: the items, kept (the last copy of a key wins)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Item] = {}
+
+    def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
+        self.items.update((item.key, item) for item in items)
+
+    def start_over(self) -> None:
+        self.items.clear()
 
 
 def _version_header(headers: httpx2.Headers) -> int | None:
