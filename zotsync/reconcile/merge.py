@@ -189,7 +189,5 @@ class _RowBuilder:
             )
         links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}", "zotero"))
         if self.options.archive_link:
-            links.append(
-                Link("归档标签", self.options.archive_link.replace("{key}", item.key), "archive")
-            )
+            links.append(Link("归档标签", self.options.archive_link.replace("{key}", item.key), "archive"))
         return tuple(links)
