@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 
 from conftest import SEEDS
@@ -77,7 +79,7 @@ def test_the_lean_load_leaves_abstracts_and_notes_in_the_store(tmp_path: Path) -
         lean = {i.key: i for i in store.load_page().items}
         full = {i.key: i for i in store.load().items}
     assert set(lean["ITEM2222"].fields) <= set(PAGE_FIELDS)
-    assert "abstractNote" not in lean["ITEM2222"].fields and "note" not in lean["NOTE2222"].fields
+    assert "abstractNote" not in lean["ITEM2222"].fields and "NOTE2222" not in lean  # no note is read
     assert lean["ITEM2222"].doi == "10.1/x" and lean["ITEM2222"].year == "2021"
     assert lean["PDFF2222"].is_pdf
     assert full["ITEM2222"].fields["abstractNote"] == "long " * 200  # the full objects stay readable
@@ -103,9 +105,66 @@ def test_an_older_store_gets_its_page_fields_on_opening(tmp_path: Path) -> None:
     with Store(path) as store:
         assert store.schema_version >= 3
         lean = {i.key: i.fields for i in store.load_page().items}
-        full = {i.key: i.fields for i in store.load().items}
+        full = {i.key: i.fields for i in store.load().items if i.item_type not in ("note", "annotation")}
     assert lean.keys() == full.keys()
     assert all(lean[k] == {f: v for f, v in full[k].items() if f in PAGE_FIELDS} for k in full)
+
+
+def test_a_schema_4_store_gets_its_page_rows_with_tags_and_memberships_in_order(tmp_path: Path) -> None:
+    """Migration 5 rebuilds `item_page` as whole rows; each item's tags and collections keep the order
+    of `item_tags` and `item_collections` (read here with plain SQL), also where it is not sorted."""
+    path = tmp_path / "s.sqlite"
+    objects = [
+        {"key": key, "version": 1, "data": {"key": key, "version": 1, "name": key, "parentCollection": False}}
+        for key in ("COLLZZZZ", "COLLAAAA", "COLLMMMM")
+    ] + [
+        api_item(
+            "ITEM1111",
+            "One",
+            tags=["zeta", "alpha", {"tag": "mid", "type": 1}],
+            collections=["COLLZZZZ", "COLLAAAA"],
+        ),
+        api_item("ITEM2222", "Two", tags=["b", "a"], collections=["COLLMMMM", "GONEGONE", "COLLAAAA"]),
+        api_item("ITEM3333", "Three"),
+    ]
+    with Store(path) as store:
+        pull(SnapshotSource(write_json(tmp_path / "lib.json", objects)), store)
+    # Back to the schema-4 store the previous zotsync wrote: `item_page` held the page fields only.
+    db = sqlite3.connect(path)
+    db.execute("DROP TRIGGER item_page_update")
+    db.execute("DROP TABLE item_page")
+    db.execute("CREATE TABLE item_page (key TEXT PRIMARY KEY, fields TEXT NOT NULL)")
+    db.execute("DELETE FROM schema_migrations WHERE version > 4")
+    db.commit()
+    tags = {
+        key: [(tag, kind) for _, tag, kind in rows]
+        for key, rows in groupby(
+            db.execute("SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"), itemgetter(0)
+        )
+    }
+    memberships = {
+        key: [c for _, c in rows]
+        for key, rows in groupby(
+            db.execute("SELECT item_key, collection_key FROM item_collections ORDER BY item_key, position"),
+            itemgetter(0),
+        )
+    }
+    db.close()
+    assert tags["ITEM1111"] == [("zeta", 0), ("alpha", 0), ("mid", 1)]  # the order Zotero gave, unsorted
+    with Store(path) as store:
+        assert store.schema_version == 5
+        lean = {i.key: i for i in store.load_page().items}
+        full = {i.key: i for i in store.load().items}
+    assert {k: [(t.name, t.type) for t in i.tags] for k, i in lean.items() if i.tags} == tags
+    assert lean["ITEM2222"].collections == (
+        "COLLMMMM",
+        "COLLAAAA",
+    )  # a collection the store lacks is left out
+    assert memberships["ITEM2222"] == ["COLLMMMM", "GONEGONE", "COLLAAAA"]
+    assert lean["ITEM3333"].tags == () and lean["ITEM3333"].collections == ()
+    assert [(i.key, i.title, i.creators, i.tags, i.collections) for i in lean.values()] == [
+        (i.key, i.title, i.creators, i.tags, i.collections) for i in full.values()
+    ]
 
 
 def test_the_page_fields_follow_every_kind_of_write(tmp_path: Path) -> None:
@@ -117,8 +176,14 @@ def test_the_page_fields_follow_every_kind_of_write(tmp_path: Path) -> None:
         )
     db = sqlite3.connect(path)
     fields = json.loads(db.execute("SELECT fields FROM items").fetchone()[0])
-    db.execute("UPDATE items SET fields = ?", (json.dumps({**fields, "date": "1999"}),))
+    people = [{"creator_type": "editor", "last_name": "Hopper", "first_name": "Grace", "name": ""}]
+    db.execute(
+        "UPDATE items SET fields = ?, title = 'Retitled', creators = ?",
+        (json.dumps({**fields, "date": "1999"}), json.dumps(people)),
+    )
     db.commit()
     db.close()
     with Store(path) as store:
-        assert store.load_page().items[0].year == "1999"
+        (item,) = store.load_page().items
+        assert (item.year, item.title, item.creators) == ("1999", "Retitled", store.load().items[0].creators)
+        assert [c.display for c in item.creators] == ["Hopper, Grace"]

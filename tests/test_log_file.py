@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,33 @@ def test_a_tilde_in_the_log_file_is_the_home_folder(project: Path, run, monkeypa
     assert (result.code, result.err) == (0, "")
     assert lines_of(tmp_path / "home" / "logs" / "zotsync.log")[0] == f"INFO zotsync {__version__} sync"
     assert not (tmp_path / "~").exists()  # not a folder named ~ in the working directory
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a closed pipe is EINVAL, not EPIPE, on Windows")
+def test_output_into_a_pipe_nobody_reads_exits_1_quietly_and_the_log_says_why(project: Path) -> None:
+    """`zotsync list | head -1` on a big library: the reader goes away; no traceback on the terminal,
+    exit 1 (the output was not all delivered), and the log file still ends with how the run ended."""
+    assert run_cli(project, "-q", "sync").returncode == 0
+    log = project / "pipe.log"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "zotsync", "--config", config_of(project), "--log-file", str(log), "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader is gone before the first line
+    err = child.stderr.read()
+    assert child.wait(timeout=60) == 1 and err == ""
+    events = lines_of(log)
+    assert "WARNING the output was cut short: what read it (a pipe) stopped reading" in events
+    assert re.fullmatch(r"INFO exit 1 after \d+\.\d\d s", events[-1])
+
+
+def run_cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zotsync", "--config", config_of(project), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

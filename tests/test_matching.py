@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zotsync.model import CatalogueEntry, Item
-from zotsync.reconcile import match
+from zotsync.reconcile import match, normalize
 from zotsync.reconcile.match import FUZZY_THRESHOLD
 from zotsync.reconcile.venue import VenueTable, derive_venue, load_venue_table
 
@@ -276,3 +277,13 @@ def test_status_reports_inbox_and_abbreviated_venues(project: Path, run) -> None
     assert sorted(i["title"].split(":")[0] for i in report["inbox"]) == ["DNNFusion", "EINNET", "PET", "TASO"]
     csv_text = (project / "exports" / "catalog.csv").read_text(encoding="utf-8")
     assert ",PLDI'21,2021," in csv_text and ",ISCA'21,2021," in csv_text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_an_ascii_title_folds_as_the_general_rule_folds_it(title: str) -> None:
+    """The ASCII fast path (one translation table) is the general rule — case folded, every run of
+    non-letters and non-digits one space, trimmed — written independently here with a regex."""
+    expected = " ".join(re.sub(r"[\W_]+", " ", title.casefold()).split())
+    assert normalize.title(title) == expected
+    assert normalize.title(title + "é") == normalize.title(title.upper() + "É")  # the Unicode path agrees

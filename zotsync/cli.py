@@ -37,6 +37,7 @@ class _State:
         self.verbose = False
         self.quiet = False
         self.logging_to: Path | None = None
+        self.output_cut = False  # stdout's reader stopped reading (a pipe into `head`)
         self._config: Config | None = None
         self._stderr = logging.StreamHandler(sys.stderr)
         self._stderr.setFormatter(logging.Formatter("zotsync: %(message)s"))
@@ -126,6 +127,9 @@ class _Command(click.Command):
             return super().invoke(ctx)
         except KeyboardInterrupt:  # before click sees it: it would print a blank line into cron.log
             raise Interrupted() from None
+        except BrokenPipeError:  # click exits 1 quietly (`zotsync list | head`); the log says why
+            ctx.ensure_object(_State).output_cut = True
+            raise
 
 
 class _Group(click.Group):
@@ -428,7 +432,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _fail(" ".join(exc.format_message().split()), exc.exit_code, False)
     except Exception as exc:  # a bug: still one line, the traceback only when asked for
         code = _fail(f"unexpected {type(exc).__name__}: {exc}", 1, state.verbose)
-    runlog.close_log(code)
+    except SystemExit as exc:  # click's answer to a closed stdout (`zotsync list | head`): exit 1, quietly
+        code = exc.code if isinstance(exc.code, int) else 1
+        if state.output_cut:
+            runlog.events.warning("the output was cut short: what read it (a pipe) stopped reading")
+    runlog.close_log(code)  # the log file ends with `exit N` however the run ended
     return code
 
 

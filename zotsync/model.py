@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 # Item types that are never entries of their own: they hang below a regular item.
 CHILD_TYPES = ("note", "attachment", "annotation")
@@ -39,8 +39,7 @@ VENUE_FIELDS: tuple[str, ...] = (
 _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|2\d\d\d)(?!\d)")
 
 
-@dataclass(frozen=True, slots=True)
-class Creator:
+class Creator(NamedTuple):
     creator_type: str
     last_name: str = ""
     first_name: str = ""
@@ -329,8 +328,7 @@ class Library:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(NamedTuple):
     label: str
     url: str
     # "" for a curator's link; for one zotsync adds, what it is (paper, pdf, zotero, archive), so the page
@@ -375,8 +373,7 @@ class Catalogue:
         return tuple(e for c in self.categories for e in c.entries)
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(NamedTuple):
     """One row of the page: an entry (curated, matched, or Zotero-only) in one category."""
 
     category: str

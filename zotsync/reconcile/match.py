@@ -127,7 +127,7 @@ def entry_year(entry: CatalogueEntry) -> str:
 
 
 def _values(normalizer: Callable[[str], str], values: Iterable[str]) -> set[str]:
-    return {normalizer(v) for v in values} - {""}
+    return {n for v in values if (n := normalizer(v))}
 
 
 def item_arxiv_ids(item: Item) -> set[str]:
@@ -248,10 +248,17 @@ def title_words(title: str) -> set[str]:
 def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResult:
     """`items` are every item of the library; only regular, untrashed ones can be matched."""
     result = MatchResult()
-    by_key = {item.key: item for item in items}
-    library = {key: item for key, item in by_key.items() if item.is_regular and not item.deleted}
+    by_key: dict[str, Item] = {}
+    library: dict[str, Item] = {}
+    titles: dict[str, str] = {}  # key → normalised title, of the items that can be matched
+    shown: dict[str, str] = {}  # key → the title as Zotero has it
+    for item in items:  # one pass builds all four (100k items at scale)
+        by_key[item.key] = item
+        if item.is_regular and not item.deleted:
+            library[item.key] = item
+            titles[item.key] = normalize.title(item.title)
+            shown[item.key] = item.title
     candidates = dict(library)
-    titles = {key: normalize.title(item.title) for key, item in library.items()}
 
     claims: dict[str, _Claim] = {}
     for entry in entries:
@@ -305,10 +312,17 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
         sought = {title_key: claim_keys(claim) for title_key, claim in open_claims.items()}
         if not any(sought.values()):
             continue  # no claim carries this identifier: skip indexing the library for it
+        # Only values some claim seeks are indexed: a few thousand, not one per item of the library.
+        sought_values = set().union(*sought.values())
         index: dict[str, set[str]] = defaultdict(set)
-        for key, item in candidates.items():
-            for value in {titles[key]} if rule == "title" else item_keys(item):
-                index[value].add(key)
+        if rule == "title":
+            for key in candidates:
+                if (title := titles[key]) in sought_values:
+                    index[title].add(key)
+        else:
+            for key, item in candidates.items():
+                for value in item_keys(item) & sought_values:
+                    index[value].add(key)
         wanted = {}
         for title_key, claim in open_claims.items():
             found = {key for value in sought[title_key] for key in index.get(value, ())}
@@ -320,7 +334,7 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
                 wanted[title_key] = found
         settle(wanted, rule)
 
-    index_of_titles = TitleIndex(titles, {key: item.title for key, item in library.items()})
+    index_of_titles = TitleIndex(titles, shown)
     result.titles = index_of_titles
     if open_claims and candidates:
         wanted = {}

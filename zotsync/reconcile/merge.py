@@ -8,8 +8,7 @@ filled from Zotero.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from dataclasses import dataclass, field
 
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
 from . import normalize
@@ -52,41 +51,30 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             conflicts.append((placement.title, entry.status, zotero))
 
     claimed = {item.key for item in matches.by_title.values()}
-    # The matcher normalised every candidate's title already; a row sorts by it.
+    # The matcher normalised every candidate's title already; rows sort by it, then by key. One sort of
+    # the items, not one per category: placed in this order, each category's rows are in order too.
     sort_titles = matches.titles.titles if matches.titles else {}
-
-    def sort_key(placement: Placement) -> tuple[str, str]:
-        key = placement.zotero_key
-        title = sort_titles[key] if key in sort_titles else normalize.title(placement.title)
-        return title, key
-
+    items = [i for i in library.items if i.is_regular and not i.deleted and i.key not in claimed]
+    items.sort(
+        key=lambda i: (sort_titles[i.key] if i.key in sort_titles else normalize.title(i.title), i.key)
+    )
     uncurated: dict[str, list[Placement]] = defaultdict(list)
-    for item in library.items:
-        if not item.is_regular or item.deleted or item.key in claimed:
-            continue
+    for item in items:
         base = row.uncurated(item, UNFILED)  # built once per item, then placed in each of its categories
-        for category in [paths[c] for c in item.collections if c in paths] or [UNFILED]:
+        for category in base.collections or (UNFILED,):
             uncurated[category].append(base if category == UNFILED else _placed(base, category))
 
     ordered: list[Placement] = []
     # Unfiled is not a collection path: it closes the page rather than sorting among them.
     for category in list(rows) + sorted(set(uncurated) - set(rows), key=lambda c: (c == UNFILED, c)):
         ordered += rows.get(category, [])
-        ordered += sorted(uncurated.get(category, []), key=sort_key)
+        ordered += uncurated.get(category, [])
     return Reconciliation(tuple(ordered), matches, tuple(dict.fromkeys(conflicts)))
 
 
-_PLACEMENT_FIELDS = tuple(f.name for f in fields(Placement))
-_PLACEMENT_VALUES = attrgetter(*_PLACEMENT_FIELDS)
-_CATEGORY = _PLACEMENT_FIELDS.index("category")
-
-
 def _placed(base: Placement, category: str) -> Placement:
-    """`base` in another category: dataclasses.replace, without its per-call field inspection, and
-    positional, without a keyword dict per copy."""
-    values = list(_PLACEMENT_VALUES(base))
-    values[_CATEGORY] = category
-    return Placement(*values)
+    """`base` in another category (`_replace`, without its keyword dict per copy)."""
+    return Placement(category, *base[1:])
 
 
 def merge_links(curated: tuple[Link, ...], zotero: tuple[Link, ...]) -> tuple[Link, ...]:
@@ -151,6 +139,7 @@ class _RowBuilder:
     def uncurated(self, item: Item, category: str) -> Placement:
         read_tags = self.read_tags
         year = item.year  # one date search per item, shared with the venue
+        doi, url = item.doi, item.url  # and one look each for the DOI and URL, shared with the links
         return Placement(
             category=category,
             status=self.zotero_status(item) or "unread",
@@ -158,11 +147,11 @@ class _RowBuilder:
             venue=derive_venue(item, self.options.venues, year),
             year=year,
             why="",
-            authors=tuple(c.display for c in item.creators if c.display),
-            doi=item.doi,
-            url=item.url,
+            authors=tuple(name for c in item.creators if (name := c.display)),
+            doi=doi,
+            url=url,
             noted=False,
-            links=self.links(item),
+            links=self.links(item, url or (f"https://doi.org/{doi}" if doi else "")),
             zotero_key=item.key,
             tags=tuple(t.name for t in item.tags if t.name not in read_tags)
             if read_tags
@@ -177,10 +166,11 @@ class _RowBuilder:
             return "read"
         return "read" if item.extra_field("Read_Status").casefold() == "read" else None
 
-    def links(self, item: Item) -> tuple[Link, ...]:
+    def links(self, item: Item, paper: str) -> tuple[Link, ...]:
+        """`paper`: the item's URL, else its DOI's, else empty."""
         links: list[Link] = []
-        if paper := item.url or (f"https://doi.org/{item.doi}" if item.doi else ""):
-            links.append(Link("Paper", paper, kind="paper"))
+        if paper:
+            links.append(Link("Paper", paper, "paper"))
         library = "library" if item.library_type != "group" else f"groups/{item.library_id}"
         children = self.children.get(item.key)
         pdfs = (
@@ -194,12 +184,10 @@ class _RowBuilder:
                 Link(
                     "PDF" if number == 1 else f"PDF{number}",
                     target or f"zotero://open-pdf/{library}/items/{pdf.key}",
-                    kind="pdf",
+                    "pdf",
                 )
             )
-        links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}", kind="zotero"))
+        links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}", "zotero"))
         if self.options.archive_link:
-            links.append(
-                Link("归档标签", self.options.archive_link.replace("{key}", item.key), kind="archive")
-            )
+            links.append(Link("归档标签", self.options.archive_link.replace("{key}", item.key), "archive"))
         return tuple(links)
