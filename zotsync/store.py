@@ -889,6 +889,7 @@ def _page_items(
     library_type, library_id = library
     # A library repeats a few thousand tags over 100k items; Tag is immutable, so equal ones share one.
     shared_tags: dict[tuple[str, int], Tag] = {}
+    shared: dict[str, str] = {}  # years and venues, which repeat across items
     for (
         key,
         version,
@@ -911,10 +912,29 @@ def _page_items(
         if memberships != "[]":
             listed = _json(memberships)
             item_collections = tuple(c for c in listed if c in known) if known is not None else tuple(listed)
+        item_fields = _json(fields)
         if facts is not None and stored_facts is not None:
             values = _json(stored_facts)
-            values[3] = tuple(values[3])  # the authors
-            facts[key] = _new_tuple(ItemFacts, values)
+            # Equal strings share one object (30 MB less at 100k items): years and venues repeat across
+            # items, the DOI and URL are usually the fields' own, the normalised DOI usually the DOI.
+            title_key, year, venue_source, authors, doi, url, read, doi_key = values
+            if doi and (same := item_fields.get("DOI")) == doi:
+                doi = same
+            if url and (same := item_fields.get("url")) == url:
+                url = same
+            facts[key] = _new_tuple(
+                ItemFacts,
+                (
+                    title_key,
+                    shared.setdefault(year, year),
+                    shared.setdefault(venue_source, venue_source),
+                    tuple(authors),
+                    doi,
+                    url,
+                    read,
+                    doi if doi_key == doi else doi_key,
+                ),
+            )
         yield Item(
             key,
             version,
@@ -927,7 +947,7 @@ def _page_items(
             bool(deleted),
             library_type,
             library_id,
-            _json(fields),
+            item_fields,
         )
 
 

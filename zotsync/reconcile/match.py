@@ -70,7 +70,7 @@ class MatchResult:
     ambiguities: list[Ambiguity] = field(default_factory=list)
     titles: TitleIndex | None = None
     candidates: dict[str, Item] = field(default_factory=dict)  # regular, untrashed items by key
-    facts: dict[str, ItemFacts] = field(default_factory=dict)  # of the candidates, by key
+    facts: Mapping[str, ItemFacts] = field(default_factory=dict)  # of (at least) the candidates, by key
     _duplicates: list[Duplicate] | None = None
     _unmatched_indexed: bool = False
 
@@ -253,9 +253,9 @@ def match(
     the items' facts as the store has them (`Library.facts`); the others' are computed here."""
     result = MatchResult()
     stored = facts or {}
+    missing: dict[str, ItemFacts] = {}  # the facts `stored` lacks, computed here
     by_key: dict[str, Item] = {}
     library: dict[str, Item] = {}
-    known: dict[str, ItemFacts] = {}  # key → facts, of the items that can be matched
     titles: dict[str, str] = {}  # key → normalised title, of the same
     shown: dict[str, str] = {}  # key → the title as Zotero has it
     trashed_titles: set[str] = set()
@@ -263,14 +263,17 @@ def match(
         key = item.key
         by_key[key] = item
         if item.is_regular:
-            item_fact = stored.get(key) or item_facts(item)
+            item_fact = stored.get(key)
+            if item_fact is None:
+                item_fact = missing[key] = item_facts(item)
             if item.deleted:
                 trashed_titles.add(item_fact.title_key)
                 continue
             library[key] = item
-            known[key] = item_fact
             titles[key] = item_fact.title_key
             shown[key] = item.title
+    # key → facts of every regular item; the stored mapping itself when it has them all (a store's page)
+    known: Mapping[str, ItemFacts] = {**stored, **missing} if missing else stored
     candidates = dict(library)
 
     claims: dict[str, _Claim] = {}

@@ -8,6 +8,7 @@ filled from Zotero.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
@@ -95,7 +96,7 @@ class _RowBuilder:
     options: Options
     children: dict[str, list[Item]]
     paths: dict[str, str]
-    facts: dict[str, ItemFacts]  # of every item a row is built for
+    facts: Mapping[str, ItemFacts]  # of every item a row is built for
     # Per run, not per row: the read tags as a set.
     read_tags: frozenset[str] = field(init=False)
 
