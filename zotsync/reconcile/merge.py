@@ -142,7 +142,7 @@ class _RowBuilder:
         )
 
     def uncurated(self, item: Item, category: str) -> Placement:
-        read_tags = self.read_tags
+        read_tags, paths, tags, collections = self.read_tags, self.paths, item.tags, item.collections
         facts = self.facts[item.key]
         year, doi, url = facts.year, facts.doi, facts.url
         return Placement(
@@ -158,10 +158,9 @@ class _RowBuilder:
             noted=False,
             links=self.links(item, url or (f"https://doi.org/{doi}" if doi else "")),
             zotero_key=item.key,
-            tags=tuple(t.name for t in item.tags if t.name not in read_tags)
-            if read_tags
-            else tuple(t.name for t in item.tags),
-            collections=tuple(self.paths[c] for c in item.collections if c in self.paths),
+            # list comprehensions, which run faster than generators, and none for an empty tuple
+            tags=tuple([t.name for t in tags if not read_tags or t.name not in read_tags]) if tags else (),
+            collections=tuple([paths[c] for c in collections if c in paths]) if collections else (),
         )
 
     def zotero_status(self, item: Item, facts: ItemFacts) -> Status | None:
