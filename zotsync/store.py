@@ -876,6 +876,7 @@ def _stored_items(
 
 
 _new_tuple = tuple.__new__  # a NamedTuple from a list, without its Python-level __new__
+_new_creator = functools.partial(_new_tuple, Creator)  # the same for each of 300k creators, in C
 
 
 def _page_items(
@@ -940,7 +941,7 @@ def _page_items(
             version,
             item_type,
             title,
-            tuple(itertools.starmap(Creator, _json(creators))) if creators != "[]" else (),
+            tuple(map(_new_creator, _json(creators))) if creators != "[]" else (),
             item_tags,
             item_collections,
             parent_key,

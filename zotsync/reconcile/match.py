@@ -12,7 +12,7 @@ claim only with items that share two of its three rarest title words — never e
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -380,12 +380,15 @@ def match(
 
 def find_duplicates(items: Iterable[Item], facts: Mapping[str, ItemFacts]) -> list[Duplicate]:
     """Items sharing a DOI or a normalised title: likely one work entered twice."""
+    pairs = [(item, facts[item.key]) for item in items]
+    # Nearly every DOI and title is unique: count them in C first, and group only those that repeat.
+    dois = Counter([f.doi_key for _, f in pairs])
+    titles = Counter([f.title_key for _, f in pairs])
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
-    for item in items:
-        item_fact = facts[item.key]
-        if doi := item_fact.doi_key:
+    for item, item_fact in pairs:
+        if (doi := item_fact.doi_key) and dois[doi] > 1:
             groups[("same DOI", doi)].append(item)
-        if title := item_fact.title_key:
+        if (title := item_fact.title_key) and titles[title] > 1:
             groups[("same title", title)].append(item)
     found = {
         tuple(sorted(i.key for i in group)): Duplicate(reason, min(group, key=lambda i: i.key).title, ())
