@@ -636,6 +636,11 @@ class Store:
             db.execute("COMMIT")
 
 
+# SQLite's page cache while a pull writes, in KiB (the default is 2,000). `item_page` is keyed by the item
+# key, which a pull brings in no order: with 2 MB, each batch spilled pages and read them back, and a 28k
+# pull wrote 270,000 pages instead of 30,000. The connection's own size comes back when the pull ends.
+_LANDING_CACHE_KIB = 16 * 1024
+
 # A check of a pull before anything is removed (the safety valve): the page's items as the store held them
 # before the pull, every item key the pull brought → whether it is on the page, and the pull's Changes.
 Check = Callable[[set[str], Mapping[str, bool], Changes], None]
@@ -658,6 +663,7 @@ class Landing:
         self._replaced = False
         self._check = check
         self._page_before: set[str] = set()  # for `check`, read before anything is written
+        self._cache_size: int | None = None  # the connection's own, while the landing uses a larger one
 
     def __enter__(self) -> Landing:
         return self
@@ -667,10 +673,15 @@ class Landing:
         # ROLLBACK would then fail and hide the error that matters.
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
+        if self._cache_size is not None:
+            self._db.execute(f"PRAGMA cache_size = {self._cache_size}")
 
     def _begin(self) -> sqlite3.Connection:
         db = self._db
         if not db.in_transaction:
+            if self._cache_size is None:
+                self._cache_size = db.execute("PRAGMA cache_size").fetchone()[0]
+                db.execute(f"PRAGMA cache_size = -{_LANDING_CACHE_KIB}")
             db.execute("BEGIN IMMEDIATE")
             if self._check is not None:
                 self._page_before = self._store.catalogue_item_keys()
