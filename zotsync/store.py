@@ -74,9 +74,23 @@ def _drop_generation_triggers(*tables: str) -> str:
 
 # One encoder each, built once (json.dumps with options builds one per call). The stored text must not
 # change: a `pull --full` compares it with what it would write.
-_CREATORS_JSON = json.JSONEncoder(ensure_ascii=False).encode
-_FIELDS_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
-_PAGE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+def _encoder(sort_keys: bool = False, separators: tuple[str, str] = (", ", ": ")) -> Callable[[Any], str]:
+    """json.JSONEncoder(ensure_ascii=False, …).encode, the same text, without the Python layers that
+    build json's C encoder anew on every call (5 calls per item a pull writes: ~0.1 s at 28k items). No
+    check for reference cycles: what the store encodes came from JSON or from model objects."""
+    encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=sort_keys, separators=separators)
+    c_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if c_encoder is None:  # a Python without json's C speedups
+        return encoder.encode
+    make = c_encoder(
+        None, encoder.default, json.encoder.encode_basestring, None, *separators[::-1], sort_keys, False, True
+    )
+    return lambda value: "".join(make(value, 0))
+
+
+_CREATORS_JSON = _encoder()
+_FIELDS_JSON = _encoder(sort_keys=True)
+_PAGE_JSON = _encoder(separators=(",", ":"))
 
 
 def _page_fields_json(fields: Mapping[str, Any]) -> str:
