@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+if TYPE_CHECKING:
+    from .reconcile.facts import ItemFacts
 
 # Item types that are never entries of their own: they hang below a regular item.
 CHILD_TYPES = ("note", "attachment", "annotation")
@@ -296,6 +299,9 @@ class Library:
     version: int | None = None
     library_type: str = "user"
     library_id: str = ""
+    # item key → what the page derives from that item alone (reconcile/facts.py), as the store computed
+    # it when it wrote the item; reconcile computes the facts of any item missing here itself.
+    facts: Mapping[str, ItemFacts] = field(default_factory=dict, compare=False, repr=False)
 
     def collection_paths(self) -> dict[str, str]:
         """Collection key → `Parent / Child` path. Each path is built once from its parent's, so the

@@ -25,6 +25,7 @@ import filelock
 
 from .errors import StoreError
 from .model import CHILD_TYPES, VENUE_FIELDS, Collection, Creator, Item, Library, Tag
+from .reconcile.facts import ItemFacts, item_facts, stored_version
 
 # The data fields the page is made of (`Item.get` callers in model.py and reconcile/): `load_page` reads
 # only these, so abstracts and notes stay on disk. A field added here needs a migration that fills
@@ -216,6 +217,38 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE key = new.key;
     END;
     """,
+    # 6: each page row also carries its item's facts (reconcile/facts.py: the normalised title, year,
+    # venue, author names, DOI, URL, read mark), computed once when the item is written rather than on
+    # every export; sync_state 'facts_version' says which derivation computed them (see `_refresh_facts`).
+    # A hand edit of `items` clears them (NULL), so the page computes that item's facts itself.
+    f"""
+    DROP TRIGGER IF EXISTS item_page_update;
+    DROP TABLE IF EXISTS item_page;
+    CREATE TABLE item_page (
+        key TEXT PRIMARY KEY REFERENCES items (key) ON DELETE CASCADE ON UPDATE CASCADE,
+        version INTEGER NOT NULL,
+        item_type TEXT NOT NULL,
+        parent_key TEXT,
+        title TEXT NOT NULL,
+        deleted INTEGER NOT NULL,
+        creators TEXT NOT NULL,     -- JSON [[creator_type, last_name, first_name, name], …]
+        tags TEXT NOT NULL,         -- JSON [[tag, type], …] in the item's order (item_tags)
+        collections TEXT NOT NULL,  -- JSON [collection key, …] in the item's order (item_collections)
+        fields TEXT NOT NULL,       -- JSON object: the PAGE_FIELDS of items.fields that are not null
+        facts TEXT                  -- JSON [ItemFacts in their order] of a regular item; NULL: none
+    ) WITHOUT ROWID;
+    CREATE TRIGGER item_page_update AFTER UPDATE ON items BEGIN
+        UPDATE item_page SET version = new.version, item_type = new.item_type, parent_key = new.parent_key,
+            title = new.title, deleted = new.deleted, creators = (
+                SELECT json_group_array(json_array(json_extract(value, '$.creator_type'),
+                    json_extract(value, '$.last_name'), json_extract(value, '$.first_name'),
+                    json_extract(value, '$.name')))
+                FROM json_each(new.creators)
+            ),
+            fields = {_page_fields_sql("new.fields")}, facts = NULL
+        WHERE key = new.key;
+    END;
+    """,
 )
 
 
@@ -309,18 +342,45 @@ def _run_migration(db: sqlite3.Connection, number: int) -> None:
         )
     for statement in _statements(MIGRATIONS[number - 1]):
         db.execute(statement)
-    if number == 5:
+    if number == _PAGE_ROWS_MIGRATION:
         _fill_item_page(db)
     db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
 
 
+# The migration that last rebuilt `item_page` (5 did before, without the facts): it fills the table.
+_PAGE_ROWS_MIGRATION = 6
+
+
 def _fill_item_page(db: sqlite3.Connection) -> None:
-    """Migration 5's data step: every item's page row, written by the code `apply` uses, streamed (a
-    100k-item store is never held in memory at once)."""
+    """The data step of the migration that rebuilds `item_page`: every item's page row, written by the
+    code `apply` uses, streamed (a 100k-item store is never held in memory at once)."""
     items = _stored_items(db, every_membership=True)
     rows = (_page_row(_item_row(item), item) for item in items)
     while batch := list(itertools.islice(rows, _BATCH)):
         db.executemany(_INSERT_PAGE_ROW, batch)
+    _set_facts_version(db)
+
+
+_FACTS_VERSION_STATE = "facts_version"
+
+
+def _set_facts_version(db: sqlite3.Connection) -> None:
+    db.execute("INSERT OR REPLACE INTO sync_state VALUES (?, ?)", (_FACTS_VERSION_STATE, stored_version()))
+
+
+def _refresh_facts(db: sqlite3.Connection) -> None:
+    """Facts another derivation computed (an older or newer zotsync, another Unicode database) computed
+    again from the page rows themselves, so the store serves this zotsync's facts."""
+    after = ""
+    while rows := db.execute(_PAGE_ROWS_AFTER, (after, _BATCH)).fetchall():  # a batch at a time, in key order
+        items = list(_page_items(rows, known=None))
+        db.executemany(_UPDATE_FACTS, [(_facts_json(i), i.key) for i in items])
+        after = items[-1].key
+    _set_facts_version(db)
+
+
+_PAGE_ROWS_AFTER = "SELECT * FROM item_page WHERE key > ? ORDER BY key LIMIT ?"
+_UPDATE_FACTS = "UPDATE item_page SET facts = ? WHERE key = ?"
 
 
 def _cause(exc: sqlite3.Error) -> str:
@@ -475,6 +535,11 @@ class Store:
         for number in pending:
             with self._transaction():
                 _run_migration(db, number)
+        if db.execute("SELECT value FROM sync_state WHERE name = ?", (_FACTS_VERSION_STATE,)).fetchone() != (
+            stored_version(),
+        ):
+            with self._transaction():
+                _refresh_facts(db)
 
     @property
     @_store_errors
@@ -588,38 +653,16 @@ class Store:
         """The library as the page needs it, from `item_page` alone: its items and their attachments
         (for PDF links), each with only PAGE_FIELDS in `fields`. Abstracts, notes and annotations, often
         most of a library, stay in the store unread (`load` has them)."""
-        library_type, library_id = self._library()
+        library = self._library()
         collections = self._collections()
-        known = {c.key for c in collections}
-        # A library repeats a few thousand tags over 100k items; Tag is immutable, so equal ones share one.
-        shared_tags: dict[tuple[str, int], Tag] = {}
-        items = []
+        # The stored facts, unless another derivation computed them (reconcile then computes its own).
+        trusted = self.state(_FACTS_VERSION_STATE) == stored_version()
+        facts: dict[str, ItemFacts] | None = {} if trusted else None
         rows = self._db.execute(
             "SELECT * FROM item_page WHERE item_type NOT IN ('note', 'annotation') ORDER BY key"
         )
-        for key, version, item_type, parent_key, title, deleted, creators, tags, memberships, fields in rows:
-            item_tags: tuple[Tag, ...] = ()
-            if tags != "[]":
-                item_tags = tuple(
-                    shared_tags.get(t) or shared_tags.setdefault(t, Tag(*t)) for t in map(tuple, _json(tags))
-                )
-            items.append(
-                Item(
-                    key,
-                    version,
-                    item_type,
-                    title,
-                    tuple(itertools.starmap(Creator, _json(creators))) if creators != "[]" else (),
-                    item_tags,
-                    tuple(c for c in _json(memberships) if c in known) if memberships != "[]" else (),
-                    parent_key,
-                    bool(deleted),
-                    library_type,
-                    library_id,
-                    _json(fields),
-                )
-            )
-        return Library(tuple(items), collections, self.library_version, library_type, library_id)
+        items = tuple(_page_items(rows, {c.key for c in collections}, library, facts))
+        return Library(items, collections, self.library_version, *library, facts=facts or {})
 
     def _load(self, every_membership: bool = False) -> Library:
         library = self._library()
@@ -857,6 +900,62 @@ def _stored_items(
         )
 
 
+_new_tuple = tuple.__new__  # a NamedTuple from a list, without its Python-level __new__
+
+
+def _page_items(
+    rows: Iterable[tuple[Any, ...]],
+    known: set[str] | None,
+    library: tuple[str, str] = ("user", ""),
+    facts: dict[str, ItemFacts] | None = None,
+) -> Iterator[Item]:
+    """The items of `item_page` rows; their memberships only in `known` collections (None: all). The
+    rows' stored facts go into `facts`, when given."""
+    library_type, library_id = library
+    # A library repeats a few thousand tags over 100k items; Tag is immutable, so equal ones share one.
+    shared_tags: dict[tuple[str, int], Tag] = {}
+    for (
+        key,
+        version,
+        item_type,
+        parent_key,
+        title,
+        deleted,
+        creators,
+        tags,
+        memberships,
+        fields,
+        stored_facts,
+    ) in rows:
+        item_tags: tuple[Tag, ...] = ()
+        if tags != "[]":
+            item_tags = tuple(
+                shared_tags.get(t) or shared_tags.setdefault(t, Tag(*t)) for t in map(tuple, _json(tags))
+            )
+        item_collections: tuple[str, ...] = ()
+        if memberships != "[]":
+            listed = _json(memberships)
+            item_collections = tuple(c for c in listed if c in known) if known is not None else tuple(listed)
+        if facts is not None and stored_facts is not None:
+            values = _json(stored_facts)
+            values[3] = tuple(values[3])  # the authors
+            facts[key] = _new_tuple(ItemFacts, values)
+        yield Item(
+            key,
+            version,
+            item_type,
+            title,
+            tuple(itertools.starmap(Creator, _json(creators))) if creators != "[]" else (),
+            item_tags,
+            item_collections,
+            parent_key,
+            bool(deleted),
+            library_type,
+            library_id,
+            _json(fields),
+        )
+
+
 def _creators(text: str) -> tuple[Creator, ...]:
     return tuple(Creator(**c) for c in _json(text)) if text != "[]" else ()
 
@@ -891,7 +990,12 @@ def _item_row(item: Item) -> _ItemRow:
     return row, tuple((t.name, t.type) for t in item.tags), item.collections
 
 
-_INSERT_PAGE_ROW = "INSERT OR REPLACE INTO item_page VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_PAGE_ROW = "INSERT OR REPLACE INTO item_page VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _facts_json(item: Item) -> str | None:
+    """The `item_page.facts` of `item`: its ItemFacts as a JSON list; NULL unless it is regular."""
+    return _PAGE_JSON(item_facts(item)) if item.is_regular else None
 
 
 def _page_row(row: _ItemRow, item: Item) -> tuple[Any, ...]:
@@ -908,6 +1012,7 @@ def _page_row(row: _ItemRow, item: Item) -> tuple[Any, ...]:
         _PAGE_JSON([list(t) for t in tags]) if tags else "[]",
         _PAGE_JSON(list(memberships)) if memberships else "[]",
         _page_fields_json(item.fields),
+        _facts_json(item),
     )
 
 

@@ -20,6 +20,7 @@ from rapidfuzz import fuzz, process
 
 from ..model import CatalogueEntry, Item
 from . import normalize
+from .facts import ItemFacts, item_facts
 
 # rapidfuzz's fuzz.ratio (0–100) on normalised titles. A fuzzy match needs this score and a lead of
 # FUZZY_MARGIN over the runner-up; bench/bench_reconcile.py prints the evidence for both numbers.
@@ -69,6 +70,7 @@ class MatchResult:
     ambiguities: list[Ambiguity] = field(default_factory=list)
     titles: TitleIndex | None = None
     candidates: dict[str, Item] = field(default_factory=dict)  # regular, untrashed items by key
+    facts: dict[str, ItemFacts] = field(default_factory=dict)  # of the candidates, by key
     _duplicates: list[Duplicate] | None = None
     _unmatched_indexed: bool = False
 
@@ -76,8 +78,7 @@ class MatchResult:
     def duplicates(self) -> list[Duplicate]:
         """Zotero items that look like one work (for `status`; found on first use, as exports never ask)."""
         if self._duplicates is None:
-            titles = self.titles.titles if self.titles else {}
-            self._duplicates = find_duplicates(self.candidates.values(), titles)
+            self._duplicates = find_duplicates(self.candidates.values(), self.facts)
         return self._duplicates
 
     def item_for(self, entry: CatalogueEntry) -> Item | None:
@@ -135,28 +136,28 @@ def item_arxiv_ids(item: Item) -> set[str]:
     return _values(normalize.arxiv, (s for s in sources if "arxiv" in s.casefold() or s[:1].isdigit()))
 
 
-# (rule, identifiers of an item, identifiers of a claim) — strongest evidence first.
-Stage = tuple[str, Callable[[Item], set[str]], Callable[[_Claim], set[str]]]
+# (rule, identifiers of an item given its facts, identifiers of a claim) — strongest evidence first.
+Stage = tuple[str, Callable[[Item, ItemFacts], set[str]], Callable[[_Claim], set[str]]]
 STAGES: tuple[Stage, ...] = (
     (
         "doi",
-        lambda i: _values(normalize.doi, [i.doi]),
+        lambda i, f: {f.doi_key} if f.doi_key else set(),
         lambda c: _values(normalize.doi, c.hints("doi") | c.paper_links()),
     ),
     (
         "arxiv",
-        item_arxiv_ids,
+        lambda i, f: item_arxiv_ids(i),
         lambda c: _values(
             normalize.arxiv, c.hints("arxiv") | c.hints("doi") | c.hints("url") | c.paper_links()
         ),
     ),
     (
         "isbn",
-        lambda i: _values(normalize.isbn, i.get("ISBN").split()),
+        lambda i, f: _values(normalize.isbn, i.get("ISBN").split()),
         lambda c: _values(normalize.isbn, c.hints("isbn")),
     ),
-    ("url", lambda i: _values(normalize.url, [i.url]), lambda c: _values(normalize.url, c.hints("url"))),
-    ("title", lambda i: set(), lambda c: {c.title_key}),  # items' titles come normalised once, below
+    ("url", lambda i, f: _values(normalize.url, [f.url]), lambda c: _values(normalize.url, c.hints("url"))),
+    ("title", lambda i, f: set(), lambda c: {c.title_key}),  # items' titles come normalised once, below
 )
 
 
@@ -245,19 +246,31 @@ def title_words(title: str) -> set[str]:
     return words
 
 
-def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResult:
-    """`items` are every item of the library; only regular, untrashed ones can be matched."""
+def match(
+    entries: Sequence[CatalogueEntry], items: Iterable[Item], facts: Mapping[str, ItemFacts] | None = None
+) -> MatchResult:
+    """`items` are every item of the library; only regular, untrashed ones can be matched. `facts` are
+    the items' facts as the store has them (`Library.facts`); the others' are computed here."""
     result = MatchResult()
+    stored = facts or {}
     by_key: dict[str, Item] = {}
     library: dict[str, Item] = {}
-    titles: dict[str, str] = {}  # key → normalised title, of the items that can be matched
+    known: dict[str, ItemFacts] = {}  # key → facts, of the items that can be matched
+    titles: dict[str, str] = {}  # key → normalised title, of the same
     shown: dict[str, str] = {}  # key → the title as Zotero has it
-    for item in items:  # one pass builds all four (100k items at scale)
-        by_key[item.key] = item
-        if item.is_regular and not item.deleted:
-            library[item.key] = item
-            titles[item.key] = normalize.title(item.title)
-            shown[item.key] = item.title
+    trashed_titles: set[str] = set()
+    for item in items:  # one pass builds them all (100k items at scale)
+        key = item.key
+        by_key[key] = item
+        if item.is_regular:
+            item_fact = stored.get(key) or item_facts(item)
+            if item.deleted:
+                trashed_titles.add(item_fact.title_key)
+                continue
+            library[key] = item
+            known[key] = item_fact
+            titles[key] = item_fact.title_key
+            shown[key] = item.title
     candidates = dict(library)
 
     claims: dict[str, _Claim] = {}
@@ -321,14 +334,14 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
                     index[title].add(key)
         else:
             for key, item in candidates.items():
-                for value in item_keys(item) & sought_values:
+                for value in item_keys(item, known[key]) & sought_values:
                     index[value].add(key)
         wanted = {}
         for title_key, claim in open_claims.items():
             found = {key for value in sought[title_key] for key in index.get(value, ())}
             if rule == "title" and len(found) > 1 and claim.year:
                 # Same title, several items: the year tells them apart (a reprint, a journal version).
-                same_year = {k for k in found if candidates[k].year == claim.year}
+                same_year = {k for k in found if known[k].year == claim.year}
                 found = same_year or found
             if found:
                 wanted[title_key] = found
@@ -353,22 +366,23 @@ def match(entries: Sequence[CatalogueEntry], items: Iterable[Item]) -> MatchResu
                 wanted[title_key] = {best[0].key}
         settle(wanted, "fuzzy title")
 
-    trashed_titles = {normalize.title(i.title) for i in by_key.values() if i.deleted and i.is_regular}
     for title_key, claim in open_claims.items():
         reason = "item is in the trash" if title_key in trashed_titles else "no candidate"
         result.unmatched.append(Unmatched(claim.title, reason))
     result.unmatched.sort(key=lambda u: normalize.title(u.title))
     result.candidates = library
+    result.facts = known
     return result
 
 
-def find_duplicates(items: Iterable[Item], titles: dict[str, str]) -> list[Duplicate]:
+def find_duplicates(items: Iterable[Item], facts: Mapping[str, ItemFacts]) -> list[Duplicate]:
     """Items sharing a DOI or a normalised title: likely one work entered twice."""
     groups: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for item in items:
-        if doi := normalize.doi(item.doi):
+        item_fact = facts[item.key]
+        if doi := item_fact.doi_key:
             groups[("same DOI", doi)].append(item)
-        if title := titles[item.key]:
+        if title := item_fact.title_key:
             groups[("same title", title)].append(item)
     found = {
         tuple(sorted(i.key for i in group)): Duplicate(reason, min(group, key=lambda i: i.key).title, ())

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
-from . import normalize
+from .facts import ItemFacts
 from .match import MatchResult, match
 from .venue import VenueTable, derive_venue
 
@@ -33,13 +33,14 @@ class Reconciliation:
 
 
 def reconcile(catalogue: Catalogue, library: Library, options: Options = Options()) -> Reconciliation:
-    matches = match(catalogue.entries, library.items)
+    matches = match(catalogue.entries, library.items, library.facts)
     children: dict[str, list[Item]] = defaultdict(list)
     for item in library.items:
         if item.parent_key and not item.deleted:
             children[item.parent_key].append(item)
     paths = library.collection_paths()
-    row = _RowBuilder(options, children, paths)
+    facts = matches.facts  # of every item a row can show
+    row = _RowBuilder(options, children, paths, facts)
 
     rows: dict[str, list[Placement]] = {c.name: [] for c in catalogue.categories}
     conflicts: list[tuple[str, Status, Status]] = []
@@ -47,17 +48,19 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
         item = matches.item_for(entry)
         placement = row.curated(entry, item)
         rows[entry.category].append(placement)
-        if item and entry.status and (zotero := row.zotero_status(item)) and zotero != entry.status:
+        if (
+            item
+            and entry.status
+            and (zotero := row.zotero_status(item, facts[item.key]))
+            and zotero != entry.status
+        ):
             conflicts.append((placement.title, entry.status, zotero))
 
     claimed = {item.key for item in matches.by_title.values()}
-    # The matcher normalised every candidate's title already; rows sort by it, then by key. One sort of
-    # the items, not one per category: placed in this order, each category's rows are in order too.
-    sort_titles = matches.titles.titles if matches.titles else {}
+    # Rows sort by the normalised title (a fact of every candidate), then by key. One sort of the items,
+    # not one per category: placed in this order, each category's rows are in order too.
     items = [i for i in library.items if i.is_regular and not i.deleted and i.key not in claimed]
-    items.sort(
-        key=lambda i: (sort_titles[i.key] if i.key in sort_titles else normalize.title(i.title), i.key)
-    )
+    items.sort(key=lambda i: (facts[i.key].title_key, i.key))
     uncurated: dict[str, list[Placement]] = defaultdict(list)
     for item in items:
         base = row.uncurated(item, UNFILED)  # built once per item, then placed in each of its categories
@@ -92,6 +95,7 @@ class _RowBuilder:
     options: Options
     children: dict[str, list[Item]]
     paths: dict[str, str]
+    facts: dict[str, ItemFacts]  # of every item a row is built for
     # Per run, not per row: the read tags as a set.
     read_tags: frozenset[str] = field(init=False)
 
@@ -138,16 +142,16 @@ class _RowBuilder:
 
     def uncurated(self, item: Item, category: str) -> Placement:
         read_tags = self.read_tags
-        year = item.year  # one date search per item, shared with the venue
-        doi, url = item.doi, item.url  # and one look each for the DOI and URL, shared with the links
+        facts = self.facts[item.key]
+        year, doi, url = facts.year, facts.doi, facts.url
         return Placement(
             category=category,
-            status=self.zotero_status(item) or "unread",
+            status=self.zotero_status(item, facts) or "unread",
             title=item.title,
-            venue=derive_venue(item, self.options.venues, year),
+            venue=derive_venue(item, self.options.venues, year, facts.venue_source),
             year=year,
             why="",
-            authors=tuple(name for c in item.creators if (name := c.display)),
+            authors=facts.authors,
             doi=doi,
             url=url,
             noted=False,
@@ -159,12 +163,12 @@ class _RowBuilder:
             collections=tuple(self.paths[c] for c in item.collections if c in self.paths),
         )
 
-    def zotero_status(self, item: Item) -> Status | None:
+    def zotero_status(self, item: Item, facts: ItemFacts) -> Status | None:
         """Read when tagged with a configured read tag or marked Read by the Reading List plugin."""
         read_tags = self.read_tags
         if read_tags and any(t.name in read_tags for t in item.tags):
             return "read"
-        return "read" if item.extra_field("Read_Status").casefold() == "read" else None
+        return "read" if facts.read else None
 
     def links(self, item: Item, paper: str) -> tuple[Link, ...]:
         """`paper`: the item's URL, else its DOI's, else empty."""

@@ -61,10 +61,14 @@ def load_venue_table(extra: Path | None = None) -> VenueTable:
     return VenueTable.from_mapping(table)
 
 
-def derive_venue(item: Item, table: VenueTable | None = None, year: str | None = None) -> str:
+def derive_venue(
+    item: Item, table: VenueTable | None = None, year: str | None = None, source: str | None = None
+) -> str:
     """`PLDI'21` for proceedings the table knows; else `<where it appeared> · <year>`, or whichever of the
-    two is known; empty when neither is. `year` is the item's, when the caller has it already."""
-    source, year = item.venue_source, item.year if year is None else year
+    two is known; empty when neither is. `year` and `source` (`Item.venue_source`) are the item's, when
+    the caller has them already."""
+    source = item.venue_source if source is None else source
+    year = item.year if year is None else year
     if table is not None and item.item_type in PROCEEDINGS_TYPES:
         abbr = table.abbreviation(
             item.get("proceedingsTitle"), item.get("conferenceName"), item.get("bookTitle")

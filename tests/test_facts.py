@@ -1,0 +1,193 @@
+"""Each item's page facts are computed once, when the store writes the item, and trusted only when this
+zotsync's derivation (`reconcile.facts.FACTS_VERSION`) computed them."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from factories import api_item, api_pdf, write_json
+
+from zotsync.catalog import load_catalogue
+from zotsync.export import RENDERERS, Page
+from zotsync.model import Library
+from zotsync.reconcile import Options, facts, normalize, reconcile
+from zotsync.reconcile.facts import ItemFacts, derivation_digest, item_facts, stored_version
+from zotsync.sources import SnapshotSource
+from zotsync.store import MIGRATIONS, Store
+from zotsync.sync import pull
+
+# The facts of PAPER111, written out by hand from its fields below.
+PAPER_FACTS = ItemFacts(
+    title_key="ünïcode title a study",
+    year="2021",
+    venue_source="Journal of Things",
+    authors=("Lovelace, Ada", "ACM"),
+    doi="https://doi.org/10.1145/ABC",
+    url="https://example.org/p",
+    read=True,
+    doi_key="10.1145/abc",
+)
+
+
+def library_file(tmp_path: Path, title: str = "Ünïcode – Title: A Study!") -> Path:
+    objects = [
+        api_item(
+            "PAPER111",
+            title,
+            creators=[
+                {"creatorType": "author", "firstName": "Ada", "lastName": "Lovelace"},
+                {"creatorType": "editor", "name": "ACM"},
+            ],
+            date="March 2021",
+            publicationTitle="  Journal of Things ",
+            DOI="https://doi.org/10.1145/ABC",
+            url="https://example.org/p",
+            extra="Note: x\nRead_Status: Read",
+        ),
+        api_item("PAPER222", "Plain paper", date="", extra=""),
+        api_pdf("PDFF1111", "PAPER111"),
+    ]
+    return write_json(tmp_path / "lib.json", objects)
+
+
+def stored_facts(path: Path) -> dict[str, object]:
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT key, facts FROM item_page")
+        return {key: value and json.loads(value) for key, value in rows}
+    finally:
+        db.close()
+
+
+def edit(path: Path, *statements: str) -> None:
+    db = sqlite3.connect(path)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+
+
+def page(library: Library, catalogue: Path) -> list[str]:
+    cat = load_catalogue(catalogue)
+    placements = reconcile(cat, library, Options(read_tags=("read",))).placements
+    return [RENDERERS[fmt](Page(cat.title, cat.description, placements)) for fmt in ("md", "csv")]
+
+
+@pytest.fixture
+def catalogue(tmp_path: Path) -> Path:
+    path = tmp_path / "catalog.yaml"
+    path.write_text(
+        "categories:\n  - name: A\n    entries:\n      - {title: working title, doi: 10.1145/abc}\n", "utf-8"
+    )
+    return path
+
+
+def test_a_pull_writes_the_facts_of_every_regular_item(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+        lean = store.load_page()
+    rows = stored_facts(path)
+    assert rows["PAPER111"] == json.loads(json.dumps(PAPER_FACTS))
+    assert rows["PDFF1111"] is None  # an attachment is never a row of its own
+    assert lean.facts["PAPER111"] == PAPER_FACTS
+    assert lean.facts["PAPER222"] == ItemFacts("plain paper", "", "", ("Lovelace, Ada",), "", "", False, "")
+    assert lean.facts.keys() == {"PAPER111", "PAPER222"}
+
+
+def test_a_changed_item_gets_its_facts_again_on_the_next_pull(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path, title="Retitled — Now")), store)
+        assert store.load_page().facts["PAPER111"].title_key == "retitled now"
+
+
+def test_facts_of_another_derivation_are_not_trusted_and_are_refreshed_on_a_writable_open(
+    tmp_path: Path, catalogue: Path
+) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+        expected = page(store.load(), catalogue)  # a full load carries no facts: all computed here
+    # What an older zotsync (another derivation, another Unicode database) would have left behind.
+    wrong = json.dumps(["zzz", "1900", "Elsewhere", ["Nobody"], "", "", False, ""])
+    edit(
+        path,
+        f"UPDATE item_page SET facts = '{wrong}' WHERE facts IS NOT NULL",
+        "UPDATE sync_state SET value = '0/unicode-1.0' WHERE name = 'facts_version'",
+    )
+    with Store(path, readonly=True) as store:
+        library = store.load_page()
+        assert library.facts == {}  # not trusted: reconcile computes every item's facts itself
+        assert page(library, catalogue) == expected
+    assert stored_facts(path)["PAPER111"][0] == "zzz"  # a read-only open writes nothing
+    with Store(path) as store:  # the next writable open (a pull) computes them again
+        assert store.state("facts_version") == stored_version()
+        library = store.load_page()
+        assert library.facts["PAPER111"] == PAPER_FACTS
+        assert page(library, catalogue) == expected
+
+
+def test_a_hand_edited_item_loses_its_stored_facts_and_the_page_follows_the_edit(
+    tmp_path: Path, catalogue: Path
+) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+    edit(path, "UPDATE items SET title = 'Zebra' WHERE key = 'PAPER222'")
+    with Store(path, readonly=True) as store:
+        library = store.load_page()
+        assert "PAPER222" not in library.facts and "PAPER111" in library.facts
+        assert page(library, catalogue) == page(store.load(), catalogue)
+        assert "Zebra" in page(library, catalogue)[0]
+
+
+def test_a_schema_5_store_gets_its_facts_on_opening(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+    # Back to the schema-5 store the previous zotsync wrote: page rows without facts.
+    edit(
+        path,
+        "ALTER TABLE item_page DROP COLUMN facts",
+        "DELETE FROM schema_migrations WHERE version > 5",
+        "DELETE FROM sync_state WHERE name = 'facts_version'",
+    )
+    with Store(path) as store:
+        assert store.schema_version == len(MIGRATIONS)
+        assert store.load_page().facts["PAPER111"] == PAPER_FACTS
+
+
+def test_reconcile_computes_the_facts_a_library_lacks_with_the_same_derivation(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.sqlite") as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+        full, lean = store.load(), store.load_page()
+    assert full.facts == {}
+    assert {i.key: item_facts(i) for i in full.items if i.is_regular} == dict(lean.facts)
+
+
+# The digest of the derivation FACTS_VERSION names. When this fails, the facts a store holds may no
+# longer be what `item_facts` computes: bump FACTS_VERSION, then record the new digest here.
+RECORDED = (1, "204b897eb44afd51")
+
+
+def test_the_derivation_cannot_change_without_its_version() -> None:
+    assert (facts.FACTS_VERSION, derivation_digest()[:16]) == RECORDED, (
+        "item_facts or what it calls changed: bump FACTS_VERSION in zotsync/reconcile/facts.py and "
+        "record the new digest in tests/test_facts.py"
+    )
+
+
+def test_the_digest_follows_the_code_the_facts_come_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = derivation_digest()
+
+    def title(value: str) -> str:
+        return value.lower()
+
+    monkeypatch.setattr(normalize, "title", title)
+    assert derivation_digest() != before
