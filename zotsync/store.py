@@ -693,10 +693,11 @@ class Store:
             db.execute("COMMIT")
 
 
-# SQLite's page cache while a pull writes, in KiB (the default is 2,000). `item_page` is keyed by the item
-# key, which a pull brings in no order: with 2 MB, each batch spilled pages and read them back, and a 28k
-# pull wrote 270,000 pages instead of 30,000. The connection's own size comes back when the pull ends.
-_LANDING_CACHE_KIB = 16 * 1024
+# SQLite's page cache while a pull writes, in KiB (the default is 2,000). `item_page` and the key indexes
+# are keyed by the item key, which a pull brings in no order: with 2 MB, each batch spilled pages and read
+# them back (a 28k first pull wrote 270,000 pages; 64,000 with 32 MB). The connection's own size comes
+# back when the pull ends, so a sync's export after it does not keep the memory.
+_LANDING_CACHE_KIB = 32 * 1024
 
 # A check of a pull before anything is removed (the safety valve): the page's items as the store held them
 # before the pull, every item key the pull brought → whether it is on the page, and the pull's Changes.
