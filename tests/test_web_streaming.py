@@ -60,9 +60,7 @@ def test_item_pages_reach_the_store_while_later_pages_are_still_being_asked_for(
     assert len(recorder.adds) == pages and all(n <= 100 for n, _ in recorder.adds)
     # The budget is today's: one request per page and nothing else.
     assert source.requests == len(server.requests) == pages + 1
-    # The first page was handed over after the first two requests (items and collections), before any
-    # other was sent; and most pages were handed over before the last one was asked for.
-    assert recorder.adds[0][1] == 2
+    # Most pages were handed over (written, when the sink is the store) before the last one was asked for.
     before_the_last = sum(n for n, seen in recorder.adds if seen < len(server.requests))
     assert before_the_last >= ITEMS // 2
 

@@ -223,16 +223,17 @@ class WebSource:
         item_calls = self._page_calls(items_path, _item_page, first_items, Item.from_api)
 
         def arrived(index: int, reply: _Reply) -> None:
-            if index < len(collection_calls):
+            if 0 < index <= len(collection_calls):
                 collection_replies.append(reply)
             else:
                 sink.add(items.take(reply), trusted)
 
         total = (first_items.total or 0) + (first_collections.total or 0)
         with self._progress(total, "Fetching the Zotero library") as advance:
-            advance(first_items.count + first_collections.count)
-            sink.add(items.take(first_items), trusted)
-            self._run([*collection_calls, *item_calls], advance, arrived)
+            advance(first_collections.count)
+            # The first item page goes through the same loop, so it is written while the next pages
+            # are already on their way.
+            self._run([lambda: first_items, *collection_calls, *item_calls], advance, arrived)
             # A server without Total-Results (some mirrors): page on until a short page.
             if first_items.total is None:
                 for reply in self._follow(items_path, _item_page, first_items, Item.from_api):
