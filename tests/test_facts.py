@@ -191,3 +191,18 @@ def test_the_digest_follows_the_code_the_facts_come_from(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(normalize, "title", title)
     assert derivation_digest() != before
+
+
+def test_the_page_leaves_out_creators_only_where_the_facts_hold_the_names(
+    tmp_path: Path, catalogue: Path
+) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+    edit(path, "UPDATE items SET title = 'Zebra' WHERE key = 'PAPER222'")  # clears PAPER222's facts
+    with Store(path, readonly=True) as store:
+        lean = {i.key: i for i in store.load_page(creators=False).items}
+        assert lean["PAPER111"].creators == ()  # its facts carry the names
+        assert [c.display for c in lean["PAPER222"].creators] == ["Lovelace, Ada"]  # computed from these
+        assert page(store.load_page(creators=False), catalogue) == page(store.load(), catalogue)
+        assert "Lovelace, Ada; ACM" in page(store.load_page(creators=False), catalogue)[1]

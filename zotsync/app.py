@@ -107,14 +107,16 @@ class Merged:
     library: Library
 
 
-def merge(config: Config, catalogue: Catalogue, store: Store) -> Merged:
+def merge(config: Config, catalogue: Catalogue, store: Store, creators: bool = True) -> Merged:
+    """The page of `catalogue` and the store's library; without `creators`, the library's items may
+    lack their creators (see `Store.load_page`): for callers that use only the page and counts."""
     settings = config.reconcile
     options = Options(
         read_tags=settings.read_tags,
         archive_link=config.exports.archive_link,
         venues=load_venue_table(settings.venues) if settings.abbreviate_venues else None,
     )
-    library = store.load_page()
+    library = store.load_page(creators)
     reconciliation = reconcile(catalogue, library, options)
     page = Page(catalogue.title, catalogue.description, reconciliation.placements, config.exports.labels)
     return Merged(page, reconciliation, library)
@@ -127,7 +129,7 @@ def default_output(config: Config, fmt: str) -> Path:
 def render(config: Config, fmt: str) -> str:
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
-        return RENDERERS[fmt](merge(config, catalogue, store).page)
+        return RENDERERS[fmt](merge(config, catalogue, store, creators=False).page)
 
 
 def run_sync(
@@ -157,7 +159,7 @@ def run_sync(
             return SyncResult(report, tuple((path, False) for path in paths), source.requests)
         store.remember(EXPORT_RECORD, None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
-            page = merge(config, catalogue or catalogue_file.load(), store).page
+            page = merge(config, catalogue or catalogue_file.load(), store, creators=False).page
             written = [
                 (path, write_atomically(path, RENDERERS[fmt](page)))
                 for fmt, path in zip(config.exports.formats, paths, strict=True)
@@ -181,7 +183,7 @@ def status(config: Config) -> dict[str, Any]:
 def _status_report(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store:
-        merged = merge(config, catalogue, store)
+        merged = merge(config, catalogue, store, creators=False)
         state = {
             name: store.state(name)
             for name in (
