@@ -246,3 +246,25 @@ def test_curated_links_win_and_zotero_adds_its_pdfs_unless_the_curator_has_one()
         *plain.links,
         Link("PDF", "zotero://open-pdf/library/items/PDFL2222", kind="pdf"),
     )
+
+
+def test_rows_without_zotero_links_differ_from_the_page_only_in_their_links() -> None:
+    """`status` reconciles without Zotero's links (it shows none): every other field is the page's."""
+    lib = library(
+        api_item("LINK2222", "Linked", url="https://example.org/a", DOI="10.1/a"),
+        api_pdf("LPDF2222", "LINK2222"),
+        api_item("LINK3333", "Curated one"),
+    )
+    catalogue = Catalogue(
+        categories=(
+            Category(
+                "Papers",
+                (entry("Curated one", links=(Link("Note", "notes/x.md"),)),),
+            ),
+        )
+    )
+    full = reconcile(catalogue, lib, Options(archive_link="a/{key}")).placements
+    lean = reconcile(catalogue, lib, Options(archive_link="a/{key}", zotero_links=False)).placements
+    assert [p._replace(links=()) for p in full] == [p._replace(links=()) for p in lean]
+    assert [p.links for p in lean] == [(Link("Note", "notes/x.md"),), ()]  # the curator's stay
+    assert any(link.kind == "pdf" for p in full for link in p.links)

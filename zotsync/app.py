@@ -107,14 +107,18 @@ class Merged:
     library: Library
 
 
-def merge(config: Config, catalogue: Catalogue, store: Store, creators: bool = True) -> Merged:
+def merge(
+    config: Config, catalogue: Catalogue, store: Store, creators: bool = True, links: bool = True
+) -> Merged:
     """The page of `catalogue` and the store's library; without `creators`, the library's items may
-    lack their creators (see `Store.load_page`): for callers that use only the page and counts."""
+    lack their creators (see `Store.load_page`): for callers that use only the page and counts; without
+    `links`, the rows lack Zotero's links (for a report that shows none)."""
     settings = config.reconcile
     options = Options(
         read_tags=settings.read_tags,
         archive_link=config.exports.archive_link,
         venues=load_venue_table(settings.venues) if settings.abbreviate_venues else None,
+        zotero_links=links,
     )
     library = store.load_page(creators)
     reconciliation = reconcile(catalogue, library, options)
@@ -183,7 +187,7 @@ def status(config: Config) -> dict[str, Any]:
 def _status_report(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store:
-        merged = merge(config, catalogue, store, creators=False)
+        merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = {
             name: store.state(name)
             for name in (

@@ -24,6 +24,9 @@ class Options:
     read_tags: tuple[str, ...] = ()
     archive_link: str = ""  # template for a 归档标签 link; {key} is the item key
     venues: VenueTable | None = None  # abbreviate proceedings (PLDI'21) when given
+    # False: rows carry only the curator's links, none of Zotero's (paper, PDFs, zotero://): for a report
+    # that shows no links (`status`), which then need not look at the attachments either
+    zotero_links: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +39,7 @@ class Reconciliation:
 def reconcile(catalogue: Catalogue, library: Library, options: Options = Options()) -> Reconciliation:
     matches = match(catalogue.entries, library.items, library.facts)
     children: dict[str, list[Item]] = defaultdict(list)
-    for item in library.items:
+    for item in library.items if options.zotero_links else ():
         if item.parent_key and not item.deleted:
             children[item.parent_key].append(item)
     paths = library.collection_paths()
@@ -156,7 +159,9 @@ class _RowBuilder:
             doi=doi,
             url=url,
             noted=False,
-            links=self.links(item, url or (f"https://doi.org/{doi}" if doi else "")),
+            links=self.links(item, url or (f"https://doi.org/{doi}" if doi else ""))
+            if self.options.zotero_links
+            else (),
             zotero_key=item.key,
             # list comprehensions, which run faster than generators, and none for an empty tuple
             tags=tuple([t.name for t in tags if not read_tags or t.name not in read_tags]) if tags else (),
