@@ -189,3 +189,32 @@ def test_the_page_fields_follow_every_kind_of_write(tmp_path: Path) -> None:
         (item,) = store.load_page().items
         assert (item.year, item.title, item.creators) == ("1999", "Retitled", store.load().items[0].creators)
         assert [c.display for c in item.creators] == ["Hopper, Grace"]
+
+
+def test_page_rows_go_with_their_items(tmp_path: Path) -> None:
+    """A trigger, not a foreign key, ties a page row to its item: a removed item, a store refilled from
+    another source and a hand-edited key leave no page row behind."""
+    path = tmp_path / "s.sqlite"
+    first = write_json(tmp_path / "a.json", [api_item("ITEM1111", "One"), api_item("ITEM2222", "Two")])
+    with Store(path) as store:
+        pull(SnapshotSource(first), store)
+        pull(SnapshotSource(write_json(first, [api_item("ITEM1111", "One")])), store)
+
+    def page_keys() -> list[str]:
+        db = sqlite3.connect(path)
+        try:
+            return [key for (key,) in db.execute("SELECT key FROM item_page ORDER BY key")]
+        finally:
+            db.close()
+
+    assert page_keys() == ["ITEM1111"]
+    with Store(path) as store:  # another source replaces the store's content
+        pull(SnapshotSource(write_json(tmp_path / "b.json", [api_item("ITEM3333", "Three")])), store)
+    assert page_keys() == ["ITEM3333"]
+    db = sqlite3.connect(path)
+    db.execute("UPDATE items SET key = 'ITEM4444'")
+    db.commit()
+    db.close()
+    assert page_keys() == ["ITEM4444"]
+    with Store(path) as store:
+        assert [i.key for i in store.load_page().items] == ["ITEM4444"]
