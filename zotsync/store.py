@@ -186,43 +186,18 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TRIGGER IF EXISTS item_page_insert;
     {_drop_generation_triggers("items", "collections", "item_tags", "item_collections")}
     """,
-    # 5: `item_page` becomes the page's whole read model, one narrow row per item in key order (WITHOUT
-    # ROWID keeps the rows in that order): `load_page` scans it alone, without the wide `items` rows,
-    # the join, or grouping tag and membership rows (1.1 → 0.7 s at 100k items). `apply` writes it; a
-    # Python step fills it (`_fill_item_page`); the trigger keeps it current under a hand edit of `items`.
-    f"""
-    DROP TRIGGER IF EXISTS item_page_update;
-    DROP TABLE IF EXISTS item_page;
-    CREATE TABLE item_page (
-        key TEXT PRIMARY KEY REFERENCES items (key) ON DELETE CASCADE ON UPDATE CASCADE,
-        version INTEGER NOT NULL,
-        item_type TEXT NOT NULL,
-        parent_key TEXT,
-        title TEXT NOT NULL,
-        deleted INTEGER NOT NULL,
-        creators TEXT NOT NULL,     -- JSON [[creator_type, last_name, first_name, name], …]
-        tags TEXT NOT NULL,         -- JSON [[tag, type], …] in the item's order (item_tags)
-        collections TEXT NOT NULL,  -- JSON [collection key, …] in the item's order (item_collections)
-        fields TEXT NOT NULL        -- JSON object: the PAGE_FIELDS of items.fields that are not null
-    ) WITHOUT ROWID;
-    CREATE TRIGGER item_page_update AFTER UPDATE ON items BEGIN
-        UPDATE item_page SET version = new.version, item_type = new.item_type, parent_key = new.parent_key,
-            title = new.title, deleted = new.deleted, creators = (
-                SELECT json_group_array(json_array(json_extract(value, '$.creator_type'),
-                    json_extract(value, '$.last_name'), json_extract(value, '$.first_name'),
-                    json_extract(value, '$.name')))
-                FROM json_each(new.creators)
-            ),
-            fields = {_page_fields_sql("new.fields")}
-        WHERE key = new.key;
-    END;
-    """,
-    # 6: each page row also carries its item's facts (reconcile/facts.py: the normalised title, year,
-    # venue, author names, DOI, URL, read mark), computed once when the item is written rather than on
-    # every export; sync_state 'facts_version' says which derivation computed them (see `_refresh_facts`).
-    # A hand edit of `items` clears them (NULL), so the page computes that item's facts itself. A trigger
-    # rather than a foreign key ties a page row to its item: a key check on each insert cost a first pull
-    # ~0.1 s at 28k items, while deletes, which the trigger follows, are few.
+    # 5: made `item_page` whole page rows; 6 rebuilds it with the facts as well, so 5 has nothing left to
+    # do (a store at 4 goes straight to 6's table). Kept empty: the numbers of applied migrations stay.
+    "",
+    # 6: `item_page` as the page's whole read model: one narrow row per item in key order (WITHOUT ROWID
+    # keeps the rows in that order), so `load_page` scans it alone, without the wide `items` rows, a join,
+    # or grouping tag and membership rows; a Python step fills it (`_fill_item_page`). Each row carries
+    # its item's facts (reconcile/facts.py: the normalised title, year, venue, author names, DOI, URL,
+    # read mark), computed once when the item is written rather than on every export; sync_state
+    # 'facts_version' says which derivation computed them (see `_refresh_facts`). A hand edit of `items`
+    # clears them (NULL), so the page computes that item's facts itself. A trigger rather than a foreign
+    # key ties a page row to its item: a key check on each insert cost a first pull ~0.1 s at 28k items,
+    # while deletes, which the trigger follows, are few.
     f"""
     DROP TRIGGER IF EXISTS item_page_update;
     DROP TRIGGER IF EXISTS item_page_delete;
@@ -353,7 +328,7 @@ def _run_migration(db: sqlite3.Connection, number: int) -> None:
     db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
 
 
-# The migration that last rebuilt `item_page` (5 did before, without the facts): it fills the table.
+# The migration that last rebuilt `item_page`: it fills the table.
 _PAGE_ROWS_MIGRATION = 6
 
 
