@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import _thread
 import math
+import time
 import tracemalloc
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,6 +46,20 @@ class Recorder:
         self.keys.clear()
 
 
+class SlowStore(Recorder):
+    """A sink that takes longer to write a page than the server takes to answer."""
+
+    def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
+        super().add(items, trust_versions)
+        time.sleep(0.02)
+
+
+def most_ahead(recorder: Recorder) -> int:
+    """The most requests the server had received beyond the item pages handed over (the first listing
+    of collections among them)."""
+    return max(seen - handed for handed, (_, seen) in enumerate(recorder.adds, start=1))
+
+
 def synthetic_server(zotero_api, n_items: int) -> ZoteroServer:
     return zotero_api(FakeLibrary.from_snapshot(synthetic_library(n_items, 20, library_id=USER_ID)))
 
@@ -65,6 +80,22 @@ def test_item_pages_reach_the_store_while_later_pages_are_still_being_asked_for(
     assert before_the_last >= ITEMS // 2
 
 
+def test_requests_run_ahead_of_the_store_only_while_it_waits_for_them(zotero_api) -> None:
+    """A store slower than the server (the desktop's local API next door) keeps one or two requests
+    ahead, not the eight that would only make the threads contend; a slow server keeps every connection
+    busy."""
+    fast_server = synthetic_server(zotero_api, ITEMS)
+    slow_store = SlowStore(fast_server)
+    WebSource(config_for(fast_server)).changes(None, slow_store)
+    slow_server = synthetic_server(zotero_api, ITEMS)
+    slow_server.latency = 0.02
+    fast_store = Recorder(slow_server)
+    WebSource(config_for(slow_server)).changes(None, fast_store)
+    assert len(slow_store.adds) == len(fast_store.adds) == math.ceil(ITEMS / 100)
+    assert most_ahead(slow_store) <= 3, slow_store.adds
+    assert most_ahead(fast_store) >= WebSource.CONCURRENCY, fast_store.adds
+
+
 def test_the_pull_holds_a_few_pages_whatever_the_library_size(tmp_path: Path, zotero_api) -> None:
     """Python's peak memory during a first pull barely grows when the library doubles (3,000 → 6,000
     items: about +10%, the keys it keeps to check the listing; the old pull held every item until the
@@ -72,6 +103,7 @@ def test_the_pull_holds_a_few_pages_whatever_the_library_size(tmp_path: Path, zo
 
     def peak(n_items: int) -> int:
         server = synthetic_server(zotero_api, n_items)
+        server.latency = 0.005  # a network's round trip: every page the pull may ask ahead is in flight
         with Store(tmp_path / f"warm-{n_items}.sqlite") as store:
             pull(WebSource(config_for(server)), store)  # fills the fake server's own caches first
         tracemalloc.start()
