@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -13,7 +14,7 @@ from factories import api_item, api_pdf, write_json
 from zotero_server import synthetic_library
 
 from zotsync.catalog import load_catalogue
-from zotsync.export import RENDERERS, Page
+from zotsync.export import RENDERERS, SHOWS_ZOTERO_LINKS, Page
 from zotsync.reconcile import Options, reconcile
 from zotsync.reconcile.venue import load_venue_table
 from zotsync.sources import SnapshotSource
@@ -30,6 +31,10 @@ def pages(store: Store, catalogue_path: Path) -> tuple[list[str], list[str]]:
         page = Page(catalogue.title, catalogue.description, reconcile(catalogue, library, options).placements)
         rendered.append([RENDERERS[fmt](page) for fmt in ("md", "csv")])
     assert rendered[2] == rendered[1]
+    # A CSV shows none of Zotero's links: rows built without them give the same file (`export` does).
+    linkless = replace(options, zotero_links=False)
+    rows = reconcile(catalogue, store.load_page(creators=False), linkless).placements
+    assert "csv" not in SHOWS_ZOTERO_LINKS and RENDERERS["csv"](Page("", "", rows)) == rendered[1][1]
     return rendered[0], rendered[1]
 
 

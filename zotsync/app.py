@@ -14,7 +14,7 @@ from . import catalog_edit, digest, fingerprint
 from .catalog import CatalogueFile, load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
-from .export import RENDERERS, Page, read_regular, write_atomically
+from .export import RENDERERS, SHOWS_ZOTERO_LINKS, Page, read_regular, write_atomically
 from .gcpause import bulk_phase
 from .model import Catalogue, CatalogueEntry, Item, Library, Placement, in_collections
 from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
@@ -133,7 +133,8 @@ def default_output(config: Config, fmt: str) -> Path:
 def render(config: Config, fmt: str) -> str:
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
-        return RENDERERS[fmt](merge(config, catalogue, store, creators=False).page)
+        links = fmt in SHOWS_ZOTERO_LINKS
+        return RENDERERS[fmt](merge(config, catalogue, store, creators=False, links=links).page)
 
 
 def run_sync(

@@ -32,6 +32,9 @@ RENDERERS: dict[str, Renderer] = {
     "md": lambda page: render_markdown(page.title, page.description, page.rows, page.labels),
     "csv": lambda page: render_csv(page.rows),
 }
+# The formats that show Zotero's links (paper, PDFs, zotero://). A CSV has no links column and its
+# note_link is the curator's Note link, never one of Zotero's: its rows need none (0.3 s at 100k items).
+SHOWS_ZOTERO_LINKS = frozenset({"md"})
 
 
 def write_atomically(path: Path, text: str) -> bool:
