@@ -112,7 +112,8 @@ def merge(
 ) -> Merged:
     """The page of `catalogue` and the store's library; without `creators`, the library's items may
     lack their creators (see `Store.load_page`): for callers that use only the page and counts; without
-    `links`, the rows lack Zotero's links (for a report that shows none)."""
+    `links`, the rows lack Zotero's links (for a report or a format that shows none), and the library its
+    attachments, which only those links read."""
     settings = config.reconcile
     options = Options(
         read_tags=settings.read_tags,
@@ -120,7 +121,7 @@ def merge(
         venues=load_venue_table(settings.venues) if settings.abbreviate_venues else None,
         zotero_links=links,
     )
-    library = store.load_page(creators)
+    library = store.load_page(creators, attachments=links)
     reconciliation = reconcile(catalogue, library, options)
     page = Page(catalogue.title, catalogue.description, reconciliation.placements, config.exports.labels)
     return Merged(page, reconciliation, library)
