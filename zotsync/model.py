@@ -56,8 +56,7 @@ class Creator(NamedTuple):
         return f"{self.last_name}, {self.first_name}" if self.first_name else self.last_name
 
 
-@dataclass(frozen=True, slots=True)
-class Tag:
+class Tag(NamedTuple):  # a tuple, so the store writes an item's tags as they are
     name: str
     type: int = 0  # 0 manual, 1 automatic
 

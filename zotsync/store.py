@@ -997,7 +997,7 @@ def _item_row(item: Item) -> _ItemRow:
         _CREATORS_JSON(creators) if creators else "[]",
         _FIELDS_JSON(dict(item.fields)),
     )
-    return row, tuple((t.name, t.type) for t in item.tags), item.collections
+    return row, item.tags, item.collections
 
 
 _INSERT_PAGE_ROW = "INSERT OR REPLACE INTO item_page VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
