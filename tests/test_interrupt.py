@@ -48,6 +48,40 @@ def test_ctrl_c_during_a_first_pull_is_one_line_exit_130_and_leaves_no_store(
     assert lines[-2].endswith(" ERROR interrupted") and " INFO exit 130 after " in lines[-1]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="signals cannot be sent to a child process on Windows")
+@pytest.mark.parametrize(
+    ("signum", "code", "line"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+)
+def test_a_signal_while_a_request_hangs_ends_the_run_at_once_with_its_one_line(
+    tmp_path: Path, zotero_api, signum: int, code: int, line: str
+) -> None:
+    """Ctrl-C, or SIGTERM from `timeout` or systemd, while the server holds a request: the run ends
+    now, not when the request's 30 s read timeout runs out, and ends its log as any failure does."""
+    server = zotero_api(small_library())
+    server.inject(Fault.delay(20))  # the first request hangs; the other first one comes back
+    config = write_web_config(tmp_path, server.url)
+    log = tmp_path / "zotsync.log"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "zotsync", "--config", str(config), "--log-file", str(log), "sync"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while len(server.requests) < 2 and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.02)
+    assert len(server.requests) == 2, "the sync never had both first requests out"
+    sent = time.monotonic()
+    child.send_signal(signum)
+    out, err = child.communicate(timeout=30)
+    assert time.monotonic() - sent < 5
+    assert (child.returncode, out, err) == (code, "", f"zotsync: error: {line}\n")
+    assert not (tmp_path / "store.sqlite").exists()
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert lines[-2].endswith(f" ERROR {line}") and f" INFO exit {code} after " in lines[-1]
+
+
 def test_ctrl_c_after_the_pull_keeps_the_last_exports_and_says_one_line(
     project: Path, run, monkeypatch
 ) -> None:

@@ -6,20 +6,23 @@ No logic lives here. Use-case modules are imported inside the command that runs 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import __version__, runlog
-from .errors import Interrupted, ZotsyncError
+from .errors import Interrupted, Terminated, TerminatedRun, ZotsyncError
 from .secrets import RedactFilter, redact, register
 from .text import json_safe, one_line, one_line_each, printable
 
@@ -125,6 +128,8 @@ class _Command(click.Command):
         ctx.ensure_object(_State).absorb(ctx.params, ctx.info_name or "")
         try:
             return super().invoke(ctx)
+        except Terminated:
+            raise TerminatedRun() from None
         except KeyboardInterrupt:  # before click sees it: it would print a blank line into cron.log
             raise Interrupted() from None
         except BrokenPipeError:  # click exits 1 quietly (`zotsync list | head`); the log says why
@@ -413,19 +418,40 @@ def schedule_github_command(
 # -- errors: one line each -----------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """While a command runs, SIGTERM raises Terminated in the main thread (as SIGINT raises
+    KeyboardInterrupt) instead of killing the process where it stands; only the main thread may set a
+    handler (a caller running zotsync in another thread keeps its own)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     register(os.environ.get("ZOTERO_API_KEY"))
     state = _State()  # -v as click parsed it (`-qv`, after the command), not as a word of argv
     try:
-        result = cli.main(args=args, prog_name="zotsync", standalone_mode=False, obj=state)
+        with _sigterm_unwinds():
+            result = cli.main(args=args, prog_name="zotsync", standalone_mode=False, obj=state)
         code = result if isinstance(result, int) else 0
     except ZotsyncError as exc:
-        if isinstance(exc, Interrupted) and sys.stderr.isatty():
+        if type(exc) is Interrupted and sys.stderr.isatty():
             click.echo(err=True)  # the terminal echoed ^C: the error line starts on a line of its own
         code = _fail(str(exc), exc.exit_code, state.verbose)
-    except click.exceptions.Abort:
-        code = _fail("interrupted", 130, False)
+    except click.exceptions.Abort as exc:  # a signal before a command ran (click turned it into Abort)
+        stop = TerminatedRun() if isinstance(exc.__cause__, Terminated) else Interrupted()
+        code = _fail(str(stop), stop.exit_code, False)
     except click.UsageError as exc:
         code = _fail(usage_message(exc), exc.exit_code, False)
     except click.ClickException as exc:

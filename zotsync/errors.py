@@ -47,5 +47,19 @@ class Interrupted(ZotsyncError):
         super().__init__("interrupted")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`timeout`, systemd stopping the unit, `kill`), raised in the main thread like Ctrl-C, so
+    that the run unwinds the same way: transactions roll back, the lock is released, the log ends."""
+
+
+class TerminatedRun(Interrupted):
+    """A run ended by SIGTERM: exit 143 (128 + 15, as the shell reports it), one line."""
+
+    exit_code = 143
+
+    def __init__(self) -> None:
+        ZotsyncError.__init__(self, "terminated (SIGTERM)")
+
+
 class TooMuchRemoval(ZotsyncError):
     """The safety valve: a pull would remove more of the page than `sync.max_removal` allows."""

@@ -26,9 +26,10 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from queue import SimpleQueue
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -62,6 +63,10 @@ class _Transient(Exception):
         self.retry_after = retry_after
         self.unreachable = unreachable  # no connection could be made at all
         self.attempts = 1  # set by the retry policy as it goes
+
+
+class _GivenUp(Exception):
+    """The pull was given up while this request ran: it ends here (the caller has the failure that counts)."""
 
 
 class _LibraryMoved(Exception):
@@ -110,7 +115,6 @@ class WebSource:
         timeout: float | None = None,
         concurrency: int | None = None,
         deadline: float = DEFAULT_DEADLINE,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.config = config
         self.progress = progress
@@ -121,8 +125,10 @@ class WebSource:
         self.timeout = self.TIMEOUT if timeout is None else timeout
         self.deadline = deadline
         self.requests = 0  # HTTP requests sent, retries included: tests and the benchmark check budgets
-        self._sleep = sleep
         self._lock = threading.Lock()
+        # Set when the pull is given up (a failure, Ctrl-C): requests still running stop at their next
+        # step instead of retrying or sleeping on, and none starts.
+        self._given_up = threading.Event()
         self._not_before = 0.0  # monotonic time before which no request may start (Backoff, Retry-After)
         self._ends = math.inf  # monotonic time by which the pull must be done
         self._answered = False  # whether the host ever answered: a host that never did is not retried long
@@ -172,6 +178,7 @@ class WebSource:
         """A full read hands its item pages to `sink` as they arrive (see `_full`); without one it
         returns them in `Changes.items` like every other read."""
         self._ends = time.monotonic() + self.deadline
+        self._given_up.clear()
         if self.local:
             since = None  # the local API's `since` misses unsynced edits and it has no /deleted: read it all
         elif since is not None and sane_version(since) is None:
@@ -407,8 +414,8 @@ class WebSource:
         """Run the calls at most `concurrency` at a time; the replies in call order, or, with `each`,
         handed to `each(index, reply)` in this thread as they arrive and not kept: then only a few calls
         run ahead of what `each` took, so memory holds a few pages whatever the library's size. The
-        first failure (or one of `each`) cancels what has not started and is raised once the running
-        ones finish."""
+        first failure (or one of `each`, or Ctrl-C) is raised at once, and the requests still running
+        give up at their next step."""
         results: dict[int, _Reply] = {}
         take = each or results.__setitem__
         if len(calls) <= 1 or self.concurrency == 1:
@@ -419,39 +426,57 @@ class WebSource:
                     advance(reply.count)
             return [results[index] for index in sorted(results)]
         queue = iter(enumerate(calls))
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(calls))) as pool:
-            running: dict[Future[_Reply], int] = {}
-            # Requests ahead of what `each` took: one at first, one more each time `each` finds no reply
-            # waiting, up to two per connection (then a reply waiting for `each` leaves no connection
-            # idle). Against a server that answers faster than the store writes (a mirror next door) a
-            # few suffice, and more would only make the threads contend for the interpreter: 0.15 s of
-            # CPU at 28k items. Against zotero.org all connections are busy within a few round trips.
-            ahead, most = 1, 2 * self.concurrency
+        running: dict[Future[_Reply], int] = {}
+        jobs: SimpleQueue[tuple[Future[_Reply], Callable[[], _Reply]] | None] = SimpleQueue()
+        # Daemon threads, not a ThreadPoolExecutor, which joins its threads at exit: a request stalled on
+        # the network must not keep a failed or interrupted run alive for its read timeout.
+        workers = [
+            threading.Thread(target=_work, args=(jobs,), name=f"zotsync-request-{n}", daemon=True)
+            for n in range(min(self.concurrency, len(calls)))
+        ]
+        for worker in workers:
+            worker.start()
+        # Requests ahead of what `each` took: one at first, one more each time `each` finds no reply
+        # waiting, up to two per connection (then a reply waiting for `each` leaves no connection idle).
+        # Against a server that answers faster than the store writes (the desktop's local API) a few
+        # suffice, and more would only make the threads contend for the interpreter: 0.15 s of CPU at
+        # 28k items. Against zotero.org all connections are busy within a few round trips.
+        ahead, most = 1, 2 * self.concurrency
+        given_up = False
 
-            def submit() -> None:
-                while len(running) < ahead and (call := next(queue, None)):
-                    index, function = call
-                    running[pool.submit(function)] = index
+        def submit() -> None:
+            while len(running) < ahead and (call := next(queue, None)):
+                future: Future[_Reply] = Future()
+                running[future] = call[0]
+                jobs.put((future, call[1]))
 
+        try:
             submit()
-            try:
-                while running:
-                    done = {future for future in running if future.done()}
-                    if not done:
-                        if ahead < most:
-                            ahead += 1
-                            submit()
-                        done, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in sorted(done, key=running.__getitem__):
-                        index = running.pop(future)
-                        take(index, future.result())
-                        if advance:
-                            advance(future.result().count)
+            while running:
+                done = {future for future in running if future.done()}
+                if not done:
+                    if ahead < most:
+                        ahead += 1
                         submit()
-            except BaseException:
-                for other in running:
-                    other.cancel()
-                raise
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=running.__getitem__):
+                    index = running.pop(future)
+                    take(index, future.result())
+                    if advance:
+                        advance(future.result().count)
+                    submit()
+        except _LibraryMoved:
+            raise  # the pull starts over once the requests still running are done, as after the last page
+        except BaseException:
+            given_up = True
+            self._given_up.set()  # what still runs ends at its next step, and nothing waits for it
+            raise
+        finally:
+            for _ in workers:
+                jobs.put(None)
+            if not given_up:
+                for worker in workers:
+                    worker.join()
         return [results[index] for index in sorted(results)]
 
     def _get(
@@ -519,8 +544,8 @@ class WebSource:
         """Sleep, unless that would pass the pull's deadline: then fail now rather than later."""
         if time.monotonic() + seconds > self._ends:
             raise self._deadline_error()
-        if seconds > 0:
-            self._sleep(seconds)
+        if seconds > 0 and self._given_up.wait(seconds):
+            raise _GivenUp()
 
     def _deadline_error(self) -> SourceError:
         return SourceError(
@@ -541,6 +566,8 @@ class WebSource:
         )
 
     def _attempt(self, path: str, params: Mapping[str, Any], if_modified_since: int | None) -> _Reply:
+        if self._given_up.is_set():
+            raise _GivenUp()
         self._pace()
         started = time.monotonic()
         left = self._ends - started
@@ -677,6 +704,8 @@ class WebSource:
         parts, size = [], 0
         try:
             for raw in response.iter_raw():
+                if self._given_up.is_set():
+                    raise _GivenUp()
                 now = time.monotonic()
                 if now > self._ends:
                     raise self._deadline_error()
@@ -722,6 +751,16 @@ class WebSource:
 
 
 _STABLE_ORDER = {"sort": "dateAdded", "direction": "asc"}  # new items land on the last page
+
+
+def _work(jobs: SimpleQueue[tuple[Future[_Reply], Callable[[], _Reply]] | None]) -> None:
+    """A request thread: run each call it is given, until it is given None."""
+    while (job := jobs.get()) is not None:
+        future, call = job
+        try:
+            future.set_result(call())
+        except BaseException as exc:
+            future.set_exception(exc)
 
 
 def _item_page(start: int) -> dict[str, Any]:
