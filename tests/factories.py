@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,44 @@ def placement(**fields: object) -> Placement:
         curated_title="T",
     )
     return Placement(**{**base, **fields})  # type: ignore[arg-type]
+
+
+# A store back at schema 6, as the zotsync before migration 7 left it: tags and memberships in tables of
+# their own, one row per tag or membership in the item's order (json_each keeps the array order). Its
+# trigger for updates, which migration 7 drops and makes anew, is left out.
+_AS_SCHEMA_6 = (
+    "DROP TRIGGER item_page_update",
+    "DROP TRIGGER item_page_lists",
+    """CREATE TABLE item_tags (
+        item_key TEXT NOT NULL REFERENCES items (key) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        tag TEXT NOT NULL,
+        type INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (item_key, position)
+    )""",
+    "CREATE INDEX item_tags_tag ON item_tags (tag)",
+    """CREATE TABLE item_collections (
+        item_key TEXT NOT NULL REFERENCES items (key) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        collection_key TEXT NOT NULL,
+        PRIMARY KEY (item_key, position)
+    )""",
+    "CREATE INDEX item_collections_collection ON item_collections (collection_key)",
+    """INSERT INTO item_tags
+        SELECT items.key, t.key, json_extract(t.value, '$[0]'), json_extract(t.value, '$[1]')
+        FROM items, json_each(items.tags) AS t""",
+    """INSERT INTO item_collections
+        SELECT items.key, c.key, c.value FROM items, json_each(items.collections) AS c""",
+    "ALTER TABLE items DROP COLUMN tags",
+    "ALTER TABLE items DROP COLUMN collections",
+    "DELETE FROM schema_migrations WHERE version > 6",
+)
+
+
+def back_to_schema_6(path: Path) -> None:
+    """Turn the store at `path` back into the schema-6 store the previous zotsync wrote."""
+    db = sqlite3.connect(path)
+    for statement in _AS_SCHEMA_6:
+        db.execute(statement)
+    db.commit()
+    db.close()

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from factories import api_item, api_pdf, write_json
+from factories import api_item, api_pdf, back_to_schema_6, write_json
 
 from zotsync.catalog import load_catalogue
 from zotsync.export import RENDERERS, Page
@@ -151,7 +151,8 @@ def test_a_schema_5_store_gets_its_facts_on_opening(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     with Store(path) as store:
         pull(SnapshotSource(library_file(tmp_path)), store)
-    # Back to the schema-5 store the previous zotsync wrote: page rows without facts.
+    # Back to the schema-5 store an older zotsync wrote: page rows without facts.
+    back_to_schema_6(path)
     edit(
         path,
         "ALTER TABLE item_page DROP COLUMN facts",
@@ -161,6 +162,18 @@ def test_a_schema_5_store_gets_its_facts_on_opening(tmp_path: Path) -> None:
     with Store(path) as store:
         assert store.schema_version == len(MIGRATIONS)
         assert store.load_page().facts["PAPER111"] == PAPER_FACTS
+
+
+def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+    before = stored_facts(path)
+    back_to_schema_6(path)
+    with Store(path) as store:
+        assert store.schema_version == len(MIGRATIONS)
+        assert store.load_page().facts["PAPER111"] == PAPER_FACTS
+    assert stored_facts(path) == before and before["PAPER111"] is not None
 
 
 def test_reconcile_computes_the_facts_a_library_lacks_with_the_same_derivation(tmp_path: Path) -> None:

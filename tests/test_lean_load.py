@@ -10,7 +10,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from conftest import SEEDS
-from factories import api_item, api_pdf, write_json
+from factories import api_item, api_pdf, back_to_schema_6, write_json
 from zotero_server import synthetic_library
 
 from zotsync.catalog import load_catalogue
@@ -102,6 +102,7 @@ def test_an_older_store_gets_its_page_fields_on_opening(tmp_path: Path) -> None:
     with Store(path) as store:
         pull(SnapshotSource(SEEDS / "zotero-library.json"), store)
     # Back to the schema-2 store an older zotsync wrote: no side table, no triggers.
+    back_to_schema_6(path)
     db = sqlite3.connect(path)
     for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         db.execute(f"DROP TRIGGER {trigger}")
@@ -119,8 +120,9 @@ def test_an_older_store_gets_its_page_fields_on_opening(tmp_path: Path) -> None:
 
 
 def test_a_schema_4_store_gets_its_page_rows_with_tags_and_memberships_in_order(tmp_path: Path) -> None:
-    """Migration 5 rebuilds `item_page` as whole rows; each item's tags and collections keep the order
-    of `item_tags` and `item_collections` (read here with plain SQL), also where it is not sorted."""
+    """Migration 6 rebuilds `item_page` as whole rows and 7 moves tags and memberships into the items'
+    rows; each item's tags and collections keep the order of `item_tags` and `item_collections` (read
+    here with plain SQL), also where it is not sorted, and the two tables are gone."""
     path = tmp_path / "s.sqlite"
     objects = [
         {"key": key, "version": 1, "data": {"key": key, "version": 1, "name": key, "parentCollection": False}}
@@ -137,9 +139,11 @@ def test_a_schema_4_store_gets_its_page_rows_with_tags_and_memberships_in_order(
     ]
     with Store(path) as store:
         pull(SnapshotSource(write_json(tmp_path / "lib.json", objects)), store)
-    # Back to the schema-4 store the previous zotsync wrote: `item_page` held the page fields only.
+    # Back to the schema-4 store an older zotsync wrote: `item_page` held the page fields only, and tags
+    # and memberships had tables of their own.
+    back_to_schema_6(path)
     db = sqlite3.connect(path)
-    db.execute("DROP TRIGGER item_page_update")
+    db.execute("DROP TRIGGER IF EXISTS item_page_update")
     db.execute("DROP TABLE item_page")
     db.execute("CREATE TABLE item_page (key TEXT PRIMARY KEY, fields TEXT NOT NULL)")
     db.execute("DELETE FROM schema_migrations WHERE version > 4")
@@ -163,6 +167,10 @@ def test_a_schema_4_store_gets_its_page_rows_with_tags_and_memberships_in_order(
         assert store.schema_version == len(MIGRATIONS)
         lean = {i.key: i for i in store.load_page().items}
         full = {i.key: i for i in store.load().items}
+        snapshot = {i.key: i for i in store.full_library().items}
+    tables = {name for (name,) in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")}
+    assert not tables & {"item_tags", "item_collections"}
+    assert snapshot["ITEM2222"].collections == tuple(memberships["ITEM2222"])  # a snapshot keeps them all
     assert {k: [(t.name, t.type) for t in i.tags] for k, i in lean.items() if i.tags} == tags
     assert lean["ITEM2222"].collections == (
         "COLLMMMM",
@@ -195,6 +203,22 @@ def test_the_page_fields_follow_every_kind_of_write(tmp_path: Path) -> None:
         (item,) = store.load_page().items
         assert (item.year, item.title, item.creators) == ("1999", "Retitled", store.load().items[0].creators)
         assert [c.display for c in item.creators] == ["Hopper, Grace"]
+
+
+def test_tags_and_memberships_edited_by_hand_show_on_the_page_and_keep_its_facts(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        library = write_json(tmp_path / "lib.json", [api_item("ITEM2222", "T", tags=["a"])])
+        pull(SnapshotSource(library), store)
+    db = sqlite3.connect(path)
+    db.execute("""UPDATE items SET tags = '[["hand",0]]', collections = '["COLL1111"]'""")
+    db.commit()
+    db.close()
+    with Store(path) as store:
+        library = store.load_page()
+        (item,) = library.items
+        assert item.tags == (("hand", 0),) and item.key in library.facts  # no fact reads the tags
+        assert store.full_library().items[0].collections == ("COLL1111",)
 
 
 def test_page_rows_go_with_their_items(tmp_path: Path) -> None:

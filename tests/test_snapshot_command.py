@@ -42,13 +42,13 @@ def write_config(folder: Path, name: str, **source: str) -> Path:
 
 def store_rows(path: Path, scratch: Path) -> dict[str, Any]:
     """The store's library as rows, read with plain SQL from a copy (not through zotsync's code):
-    every items, item_tags, item_collections and collections row, and the library's identity."""
+    every items row (tags and memberships included) and collections row, and the library's identity."""
     copy = scratch / f"rows-of-{path.name}"
     shutil.copyfile(path, copy)
     with sqlite3.connect(copy) as db:
         rows = {
             table: db.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-            for table in ("items", "item_tags", "item_collections", "collections")
+            for table in ("items", "collections")
         }
         rows["identity"] = db.execute(
             "SELECT name, value FROM sync_state WHERE name IN ('library_type', 'library_id', 'library_name')"
@@ -79,7 +79,8 @@ def round_trip(run: Callable[..., Run], tmp_path: Path, config: Path, name: str)
 def assert_same_library(tmp_path: Path, name: str) -> None:
     original = store_rows(tmp_path / f"{name}.sqlite", tmp_path)
     replayed = store_rows(tmp_path / f"{name}-replay.sqlite", tmp_path)
-    assert len(original["items"]) > 10 and original["collections"] and original["item_tags"]
+    assert len(original["items"]) > 10 and original["collections"]
+    assert any(tags != "[]" for *_, tags, _ in original["items"])
     assert replayed == original
     assert exports(tmp_path, f"{name}-replay") == exports(tmp_path, name)
     assert len(exports(tmp_path, name)) == 2

@@ -194,28 +194,47 @@ MIGRATIONS: tuple[str, ...] = (
     # or grouping tag and membership rows; a Python step fills it (`_fill_item_page`). Each row carries
     # its item's facts (reconcile/facts.py: the normalised title, year, venue, author names, DOI, URL,
     # read mark), computed once when the item is written rather than on every export; sync_state
-    # 'facts_version' says which derivation computed them (see `_refresh_facts`). A hand edit of `items`
-    # clears them (NULL), so the page computes that item's facts itself. A trigger rather than a foreign
-    # key ties a page row to its item: a key check on each insert cost a first pull ~0.1 s at 28k items,
-    # while deletes, which the trigger follows, are few.
-    f"""
+    # 'facts_version' says which derivation computed them (see `_refresh_facts`). Triggers rather than a
+    # foreign key tie a page row to its item (7 makes the one for updates): a key check on each insert
+    # cost a first pull ~0.1 s at 28k items, while deletes and updates, which they follow, are few.
+    """
     DROP TRIGGER IF EXISTS item_page_update;
     DROP TRIGGER IF EXISTS item_page_delete;
     DROP TABLE IF EXISTS item_page;
     CREATE TABLE item_page (
-        key TEXT PRIMARY KEY,       -- an items key: the triggers below follow its deletes and updates
+        key TEXT PRIMARY KEY,       -- an items key: triggers follow its deletes and updates
         version INTEGER NOT NULL,
         item_type TEXT NOT NULL,
         parent_key TEXT,
         title TEXT NOT NULL,
         deleted INTEGER NOT NULL,
         creators TEXT NOT NULL,     -- JSON [[creator_type, last_name, first_name, name], …]
-        tags TEXT NOT NULL,         -- JSON [[tag, type], …] in the item's order (item_tags)
-        collections TEXT NOT NULL,  -- JSON [collection key, …] in the item's order (item_collections)
+        tags TEXT NOT NULL,         -- JSON [[tag, type], …] in the item's order (as items.tags)
+        collections TEXT NOT NULL,  -- JSON [collection key, …] in the item's order (items.collections)
         fields TEXT NOT NULL,       -- JSON object: the PAGE_FIELDS of items.fields that are not null
         facts TEXT                  -- JSON [ItemFacts in their order] of a regular item; NULL: none
     ) WITHOUT ROWID;
-    CREATE TRIGGER item_page_update AFTER UPDATE ON items BEGIN
+    CREATE TRIGGER item_page_delete AFTER DELETE ON items BEGIN
+        DELETE FROM item_page WHERE key = old.key;
+    END;
+    """,
+    # 7: an item's tags and memberships live in its `items` row, as JSON in Zotero's order like its
+    # creators (and as `item_page` has them), not in tables of their own: nothing ever looked them up by
+    # tag or collection, and a first pull spent ~0.15 s of 1.7 s at 28k items on their rows, key checks
+    # and indexes. A Python step (`_move_item_lists`) moves them, drops the two tables and then makes the
+    # triggers that keep a page row current when its item is edited in place (_PAGE_UPDATE_TRIGGERS).
+    """
+    DROP TRIGGER IF EXISTS item_page_update;
+    ALTER TABLE items ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';        -- JSON [[tag, type], …]
+    ALTER TABLE items ADD COLUMN collections TEXT NOT NULL DEFAULT '[]'; -- JSON [collection key, …]
+    """,
+)
+
+# A hand edit of an `items` row shows on the page: the page row follows it, and its facts are cleared
+# (NULL: the page computes them itself) unless only the tags or memberships changed, which no fact reads.
+_PAGE_UPDATE_TRIGGERS = f"""
+    CREATE TRIGGER item_page_update
+    AFTER UPDATE OF key, version, item_type, parent_key, title, deleted, creators, fields ON items BEGIN
         UPDATE item_page SET version = new.version, item_type = new.item_type, parent_key = new.parent_key,
             title = new.title, deleted = new.deleted, creators = (
                 SELECT json_group_array(json_array(json_extract(value, '$.creator_type'),
@@ -223,14 +242,14 @@ MIGRATIONS: tuple[str, ...] = (
                     json_extract(value, '$.name')))
                 FROM json_each(new.creators)
             ),
+            tags = new.tags, collections = new.collections,
             fields = {_page_fields_sql("new.fields")}, facts = NULL, key = new.key
         WHERE key = old.key;
     END;
-    CREATE TRIGGER item_page_delete AFTER DELETE ON items BEGIN
-        DELETE FROM item_page WHERE key = old.key;
+    CREATE TRIGGER item_page_lists AFTER UPDATE OF tags, collections ON items BEGIN
+        UPDATE item_page SET tags = new.tags, collections = new.collections WHERE key = new.key;
     END;
-    """,
-)
+"""
 
 
 # SQLite's header field for "which program's file is this": zotsync sets it on every store it creates
@@ -323,13 +342,32 @@ def _run_migration(db: sqlite3.Connection, number: int) -> None:
         )
     for statement in _statements(MIGRATIONS[number - 1]):
         db.execute(statement)
-    if number == _PAGE_ROWS_MIGRATION:
-        _fill_item_page(db)
+    if number == _ITEM_LISTS_MIGRATION:
+        _move_item_lists(db)
+        # 6 makes `item_page` empty; it is filled here, where the items are as this zotsync reads them.
+        if not db.execute("SELECT 1 FROM item_page").fetchone():
+            _fill_item_page(db)
+        for statement in _statements(_PAGE_UPDATE_TRIGGERS):
+            db.execute(statement)
     db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, _now()))
 
 
-# The migration that last rebuilt `item_page`: it fills the table.
-_PAGE_ROWS_MIGRATION = 6
+_ITEM_LISTS_MIGRATION = 7
+
+
+def _move_item_lists(db: sqlite3.Connection) -> None:
+    """The data step of migration 7: each item's tags and memberships, in their order, from `item_tags`
+    and `item_collections` into its row; then the two tables go."""
+    one_tag, one_membership = tuple, operator.itemgetter(0)  # [tag, type]; the collection key alone
+    for table, columns, column, entry in (
+        ("item_tags", "tag, type", "tags", one_tag),
+        ("item_collections", "collection_key", "collections", one_membership),
+    ):
+        rows = db.execute(f"SELECT item_key, {columns} FROM {table} ORDER BY item_key, position")
+        listed = ((_PAGE_JSON(list(map(entry, group))), key) for key, group in _grouped(rows))
+        while batch := list(itertools.islice(listed, _BATCH)):
+            db.executemany(f"UPDATE items SET {column} = ? WHERE key = ?", batch)
+        db.execute(f"DROP TABLE {table}")
 
 
 def _fill_item_page(db: sqlite3.Connection) -> None:
@@ -751,8 +789,6 @@ class Landing:
             row = _item_row(item)
             if same_version and row == _stored_item_row(db, item.key):
                 continue
-            if not first_copy and item.key not in pending:  # the first copy may be written already
-                db.execute("DELETE FROM items WHERE key = ?", (item.key,))
             pending[item.key] = (row, _page_row(row, item))
             if first_copy and stored_version is None:
                 result.items_added += 1
@@ -765,7 +801,7 @@ class Landing:
     def _write(self, pending: dict[str, tuple[_ItemRow, tuple[Any, ...]]]) -> None:
         if pending:
             rows = [row for row, _ in pending.values()]
-            _write_items(self._db, rows, [page for _, page in pending.values()], self._known)
+            _write_items(self._db, rows, [page for _, page in pending.values()])
             pending.clear()
 
     @_store_errors
@@ -837,45 +873,22 @@ class Landing:
 def _stored_items(
     db: sqlite3.Connection, every_membership: bool = False, library: tuple[str, str] = ("user", "")
 ) -> Iterator[Item]:
-    """Every item with every field, from the tables that are the truth (`items`, `item_tags`,
-    `item_collections`), in key order. `every_membership` keeps memberships in collections the store no
-    longer has (a snapshot); otherwise only existing collections count."""
+    """Every item with every field, from `items` (the truth), in key order. `every_membership` keeps
+    memberships in collections the store no longer has (a snapshot); otherwise only existing collections
+    count."""
     library_type, library_id = library
-    # Tags and memberships come in key order like the items, so each item takes its own from the
-    # front of two streams: nothing is collected per key first.
-    tags = _grouped(db.execute("SELECT item_key, tag, type FROM item_tags ORDER BY item_key, position"))
-    known_only = "" if every_membership else " WHERE collection_key IN (SELECT key FROM collections)"
-    memberships = _grouped(
-        db.execute(
-            f"SELECT item_key, collection_key FROM item_collections{known_only} ORDER BY item_key, position"
-        )
-    )
-    next_tags = next(tags, None)
-    next_memberships = next(memberships, None)
-    rows = db.execute(
-        "SELECT key, version, item_type, parent_key, title, deleted, creators, fields FROM items ORDER BY key"
-    )
-    for key, version, item_type, parent_key, title, deleted, creators, fields in rows:
-        item_tags: tuple[Tag, ...] = ()
-        item_collections: tuple[str, ...] = ()
-        while next_tags is not None and next_tags[0] < key:  # an orphan row (a broken store): skip it
-            next_tags = next(tags, None)
-        if next_tags is not None and next_tags[0] == key:
-            item_tags = tuple(Tag(*row) for row in next_tags[1])
-            next_tags = next(tags, None)
-        while next_memberships is not None and next_memberships[0] < key:
-            next_memberships = next(memberships, None)
-        if next_memberships is not None and next_memberships[0] == key:
-            item_collections = tuple(c for (c,) in next_memberships[1])
-            next_memberships = next(memberships, None)
+    known = None if every_membership else {key for (key,) in db.execute("SELECT key FROM collections")}
+    rows = db.execute("SELECT * FROM items ORDER BY key")
+    for key, version, item_type, parent_key, title, deleted, creators, fields, tags, memberships in rows:
+        listed = _json(memberships) if memberships != "[]" else ()
         yield Item(
             key,
             version,
             item_type,
             title,
             _creators(creators),
-            item_tags,
-            item_collections,
+            tuple(map(_new_tag, _json(tags))) if tags != "[]" else (),
+            tuple(c for c in listed if c in known) if known is not None else tuple(listed),
             parent_key,
             bool(deleted),
             library_type,
@@ -886,6 +899,7 @@ def _stored_items(
 
 _new_tuple = tuple.__new__  # a NamedTuple from a list, without its Python-level __new__
 _new_creator = functools.partial(_new_tuple, Creator)  # the same for each of 300k creators, in C
+_new_tag = functools.partial(_new_tuple, Tag)
 
 
 def _page_items(
@@ -918,7 +932,7 @@ def _page_items(
         item_tags: tuple[Tag, ...] = ()
         if tags != "[]":
             item_tags = tuple(
-                shared_tags.get(t) or shared_tags.setdefault(t, Tag(*t)) for t in map(tuple, _json(tags))
+                shared_tags.get(t) or shared_tags.setdefault(t, _new_tag(t)) for t in map(tuple, _json(tags))
             )
         item_collections: tuple[str, ...] = ()
         if memberships != "[]":
@@ -976,18 +990,19 @@ def _grouped(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[
         yield key, [row[1:] for row in group]
 
 
-_ItemRow = tuple[tuple[Any, ...], tuple[tuple[str, int], ...], tuple[str, ...]]
+# An `items` row: key, version, item_type, parent_key, title, deleted, creators, fields, tags, collections.
+_ItemRow = tuple[Any, ...]
 # Items written per executemany round: big enough to amortise the calls, small enough to keep few rows.
 _BATCH = 1000
 
 
 def _item_row(item: Item) -> _ItemRow:
-    """An item as the store holds it: its `items` row, its tags, its collections."""
+    """An item as the store holds it: its `items` row."""
     creators = [
         {"creator_type": c.creator_type, "last_name": c.last_name, "first_name": c.first_name, "name": c.name}
         for c in item.creators
     ]
-    row = (
+    return (
         item.key,
         item.version,
         item.item_type,
@@ -995,11 +1010,14 @@ def _item_row(item: Item) -> _ItemRow:
         item.title,
         int(item.deleted),
         _CREATORS_JSON(creators) if creators else "[]",
-        _FIELDS_JSON(dict(item.fields)),
+        _FIELDS_JSON(item.fields),
+        # tuples (tags are named tuples) encode as the arrays the columns hold
+        _PAGE_JSON(item.tags) if item.tags else "[]",
+        _PAGE_JSON(item.collections) if item.collections else "[]",
     )
-    return row, item.tags, item.collections
 
 
+_INSERT_ITEM_ROW = "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _INSERT_PAGE_ROW = "INSERT OR REPLACE INTO item_page VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
@@ -1009,8 +1027,8 @@ def _facts_json(item: Item) -> str | None:
 
 
 def _page_row(row: _ItemRow, item: Item) -> tuple[Any, ...]:
-    """The `item_page` row of `item`, whose store rows (`_item_row`) are `row`."""
-    (key, version, item_type, parent_key, title, deleted, _, _), tags, memberships = row
+    """The `item_page` row of `item`, whose `items` row (`_item_row`) is `row`."""
+    key, version, item_type, parent_key, title, deleted, _, _, tags, memberships = row
     return (
         key,
         version,
@@ -1018,40 +1036,22 @@ def _page_row(row: _ItemRow, item: Item) -> tuple[Any, ...]:
         parent_key,
         title,
         deleted,
-        # tuples (creators and tags are named tuples) encode as the arrays the columns hold
-        _PAGE_JSON(item.creators) if item.creators else "[]",
-        _PAGE_JSON(tags) if tags else "[]",
-        _PAGE_JSON(memberships) if memberships else "[]",
+        _PAGE_JSON(item.creators) if item.creators else "[]",  # named tuples: the arrays the column holds
+        tags,
+        memberships,
         _page_fields_json(item.fields),
         _facts_json(item),
     )
 
 
 def _stored_item_row(db: sqlite3.Connection, key: str) -> _ItemRow:
-    row = db.execute("SELECT * FROM items WHERE key = ?", (key,)).fetchone()
-    tags = db.execute("SELECT tag, type FROM item_tags WHERE item_key = ? ORDER BY position", (key,))
-    memberships = db.execute(
-        "SELECT collection_key FROM item_collections WHERE item_key = ? ORDER BY position", (key,)
-    )
-    return tuple(row), tuple(map(tuple, tags)), tuple(c for (c,) in memberships)
+    return tuple(db.execute("SELECT * FROM items WHERE key = ?", (key,)).fetchone())
 
 
-def _write_items(
-    db: sqlite3.Connection, rows: list[_ItemRow], pages: list[tuple[Any, ...]], known: Mapping[str, int]
-) -> None:
-    """Write `rows` (with their page fields) in one batch per table."""
-    # DELETE first so the cascade clears tags and memberships that the new version no longer has.
-    db.executemany("DELETE FROM items WHERE key = ?", ((r[0][0],) for r in rows if r[0][0] in known))
-    db.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (r[0] for r in rows))
+def _write_items(db: sqlite3.Connection, rows: list[_ItemRow], pages: list[tuple[Any, ...]]) -> None:
+    """Write `rows` and their page rows, one batch per table; a row replaces its item's earlier one."""
+    db.executemany(_INSERT_ITEM_ROW, rows)
     db.executemany(_INSERT_PAGE_ROW, pages)
-    db.executemany(
-        "INSERT INTO item_tags VALUES (?, ?, ?, ?)",
-        ((r[0][0], n, *t) for r in rows for n, t in enumerate(r[1])),
-    )
-    db.executemany(
-        "INSERT INTO item_collections VALUES (?, ?, ?)",
-        ((r[0][0], n, c) for r in rows for n, c in enumerate(r[2])),
-    )
 
 
 def with_descendants(roots: Iterable[str], parents: Mapping[str, str | None]) -> set[str]:
