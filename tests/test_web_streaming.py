@@ -19,6 +19,7 @@ import pytest
 from test_web_source import USER_ID, Web, config_for, rows, write_web_config
 from zotero_server import FakeLibrary, Fault, ZoteroServer, synthetic_library
 
+from zotsync.errors import SourceError
 from zotsync.model import Item
 from zotsync.sources.web import WebSource
 from zotsync.store import Store
@@ -169,3 +170,19 @@ def test_ctrl_c_half_way_through_a_pull_leaves_the_store_as_it_was(synced: Web, 
         pull(source, store, full=True)
     assert len(synced.server.requests) < math.ceil(ITEMS / 100) + 1  # it stopped half-way
     assert (synced.store_path.read_bytes(), rows(synced.store_path, tmp_path)) == before
+
+
+def test_a_failed_pull_stops_the_requests_still_retrying_instead_of_waiting_for_them(
+    zotero_api, monkeypatch
+) -> None:
+    """One of the first two requests is refused (403, which no retry mends) while the other waits out its
+    backoff after a 503: the pull fails at once, and the waiting request gives up rather than retry."""
+    monkeypatch.setattr(WebSource, "RETRY_WAIT", 3.0)  # the backoff before the 503's retry: 3-6 s
+    server = synthetic_server(zotero_api, ITEMS)
+    server.inject(Fault.status_code(503), Fault.status_code(403))
+    started = time.monotonic()
+    with pytest.raises(SourceError, match="HTTP 403"):
+        WebSource(config_for(server)).changes(None, Recorder(server))
+    assert time.monotonic() - started < 2
+    time.sleep(4)  # past the earliest retry
+    assert [r.status for r in server.requests] == [503, 403]

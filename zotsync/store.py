@@ -1002,6 +1002,7 @@ def _item_row(item: Item) -> _ItemRow:
         {"creator_type": c.creator_type, "last_name": c.last_name, "first_name": c.first_name, "name": c.name}
         for c in item.creators
     ]
+    fields = item.fields if type(item.fields) is dict else dict(item.fields)  # json encodes dicts only
     return (
         item.key,
         item.version,
@@ -1010,7 +1011,7 @@ def _item_row(item: Item) -> _ItemRow:
         item.title,
         int(item.deleted),
         _CREATORS_JSON(creators) if creators else "[]",
-        _FIELDS_JSON(item.fields),
+        _FIELDS_JSON(fields),
         # tuples (tags are named tuples) encode as the arrays the columns hold
         _PAGE_JSON(item.tags) if item.tags else "[]",
         _PAGE_JSON(item.collections) if item.collections else "[]",

@@ -544,7 +544,11 @@ class WebSource:
         """Sleep, unless that would pass the pull's deadline: then fail now rather than later."""
         if time.monotonic() + seconds > self._ends:
             raise self._deadline_error()
-        if seconds > 0 and self._given_up.wait(seconds):
+        if seconds <= 0:
+            return
+        if threading.current_thread() is threading.main_thread():
+            time.sleep(seconds)  # Ctrl-C ends a sleep on every platform; on Windows, not a lock's wait
+        elif self._given_up.wait(seconds):  # a request thread: the pull may be given up meanwhile
             raise _GivenUp()
 
     def _deadline_error(self) -> SourceError:
