@@ -186,3 +186,17 @@ def test_a_failed_pull_stops_the_requests_still_retrying_instead_of_waiting_for_
     assert time.monotonic() - started < 2
     time.sleep(4)  # past the earliest retry
     assert [r.status for r in server.requests] == [503, 403]
+
+
+def test_a_request_of_a_failed_pull_stays_given_up_when_the_source_pulls_again(zotero_api) -> None:
+    """The failed pull's request still waiting on the network must not come back to life (retry, send)
+    because the same source started another pull meanwhile."""
+    server = synthetic_server(zotero_api, 250)
+    server.inject(Fault.delay(3), Fault.status_code(403))  # one first request hangs past the 1 s timeout
+    source = WebSource(config_for(server), timeout=1.0, retry_wait=0.05)
+    with pytest.raises(SourceError, match="HTTP 403"):
+        source.changes(None, Recorder(server))
+    assert source.changes(None, Recorder(server)) is not None
+    sent = len(server.requests)
+    time.sleep(2.5)  # the hanging request times out after 1 s; its retry would be sent by now
+    assert server.requests[sent:] == []

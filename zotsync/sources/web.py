@@ -88,6 +88,9 @@ class _Reply:
         return len(self.objects)
 
 
+_Job = tuple[Future[_Reply], Callable[[], _Reply]]  # a call `_run` hands a request thread, and its future
+
+
 class WebSource:
     """A user or group library on api.zotero.org (or any server speaking its protocol), or, in local mode,
     the Zotero desktop's local API (http://localhost:23119/api/, Zotero 7+)."""
@@ -126,9 +129,8 @@ class WebSource:
         self.deadline = deadline
         self.requests = 0  # HTTP requests sent, retries included: tests and the benchmark check budgets
         self._lock = threading.Lock()
-        # Set when the pull is given up (a failure, Ctrl-C): requests still running stop at their next
-        # step instead of retrying or sleeping on, and none starts.
-        self._given_up = threading.Event()
+        # Each request thread's `given_up`: an Event of the run of requests it serves (see `_run`).
+        self._thread = threading.local()
         self._not_before = 0.0  # monotonic time before which no request may start (Backoff, Retry-After)
         self._ends = math.inf  # monotonic time by which the pull must be done
         self._answered = False  # whether the host ever answered: a host that never did is not retried long
@@ -178,7 +180,6 @@ class WebSource:
         """A full read hands its item pages to `sink` as they arrive (see `_full`); without one it
         returns them in `Changes.items` like every other read."""
         self._ends = time.monotonic() + self.deadline
-        self._given_up.clear()
         if self.local:
             since = None  # the local API's `since` misses unsynced edits and it has no /deleted: read it all
         elif since is not None and sane_version(since) is None:
@@ -427,11 +428,16 @@ class WebSource:
             return [results[index] for index in sorted(results)]
         queue = iter(enumerate(calls))
         running: dict[Future[_Reply], int] = {}
-        jobs: SimpleQueue[tuple[Future[_Reply], Callable[[], _Reply]] | None] = SimpleQueue()
+        jobs: SimpleQueue[_Job | None] = SimpleQueue()
         # Daemon threads, not a ThreadPoolExecutor, which joins its threads at exit: a request stalled on
         # the network must not keep a failed or interrupted run alive for its read timeout.
+        # Set when this run is given up (a failure, Ctrl-C): its requests still running stop at their next
+        # step instead of retrying or sleeping on. One per run, so that a later pull never revives them.
+        given_up = threading.Event()
         workers = [
-            threading.Thread(target=_work, args=(jobs,), name=f"zotsync-request-{n}", daemon=True)
+            threading.Thread(
+                target=self._work, args=(jobs, given_up), name=f"zotsync-request-{n}", daemon=True
+            )
             for n in range(min(self.concurrency, len(calls)))
         ]
         for worker in workers:
@@ -442,7 +448,6 @@ class WebSource:
         # suffice, and more would only make the threads contend for the interpreter: 0.15 s of CPU at
         # 28k items. Against zotero.org all connections are busy within a few round trips.
         ahead, most = 1, 2 * self.concurrency
-        given_up = False
 
         def submit() -> None:
             while len(running) < ahead and (call := next(queue, None)):
@@ -468,16 +473,31 @@ class WebSource:
         except _LibraryMoved:
             raise  # the pull starts over once the requests still running are done, as after the last page
         except BaseException:
-            given_up = True
-            self._given_up.set()  # what still runs ends at its next step, and nothing waits for it
+            given_up.set()  # what still runs ends at its next step, and nothing waits for it
             raise
         finally:
             for _ in workers:
                 jobs.put(None)
-            if not given_up:
+            if not given_up.is_set():
                 for worker in workers:
                     worker.join()
         return [results[index] for index in sorted(results)]
+
+    def _work(self, jobs: SimpleQueue[_Job | None], given_up: threading.Event) -> None:
+        """A request thread of one run: each call it is given, until it is given None."""
+        self._thread.given_up = given_up
+        while (job := jobs.get()) is not None:
+            future, call = job
+            try:
+                future.set_result(call())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def _check_given_up(self) -> None:
+        """In a request thread whose run was given up: end the request here."""
+        given_up = getattr(self._thread, "given_up", None)  # None in the main thread
+        if given_up is not None and given_up.is_set():
+            raise _GivenUp()
 
     def _get(
         self,
@@ -548,7 +568,7 @@ class WebSource:
             return
         if threading.current_thread() is threading.main_thread():
             time.sleep(seconds)  # Ctrl-C ends a sleep on every platform; on Windows, not a lock's wait
-        elif self._given_up.wait(seconds):  # a request thread: the pull may be given up meanwhile
+        elif self._thread.given_up.wait(seconds):  # a request thread: its run may be given up meanwhile
             raise _GivenUp()
 
     def _deadline_error(self) -> SourceError:
@@ -570,8 +590,7 @@ class WebSource:
         )
 
     def _attempt(self, path: str, params: Mapping[str, Any], if_modified_since: int | None) -> _Reply:
-        if self._given_up.is_set():
-            raise _GivenUp()
+        self._check_given_up()
         self._pace()
         started = time.monotonic()
         left = self._ends - started
@@ -708,8 +727,7 @@ class WebSource:
         parts, size = [], 0
         try:
             for raw in response.iter_raw():
-                if self._given_up.is_set():
-                    raise _GivenUp()
+                self._check_given_up()
                 now = time.monotonic()
                 if now > self._ends:
                     raise self._deadline_error()
@@ -755,16 +773,6 @@ class WebSource:
 
 
 _STABLE_ORDER = {"sort": "dateAdded", "direction": "asc"}  # new items land on the last page
-
-
-def _work(jobs: SimpleQueue[tuple[Future[_Reply], Callable[[], _Reply]] | None]) -> None:
-    """A request thread: run each call it is given, until it is given None."""
-    while (job := jobs.get()) is not None:
-        future, call = job
-        try:
-            future.set_result(call())
-        except BaseException as exc:
-            future.set_exception(exc)
 
 
 def _item_page(start: int) -> dict[str, Any]:
