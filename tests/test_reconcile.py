@@ -88,6 +88,16 @@ def test_pin_never_falls_back_to_guessing() -> None:
     assert [u.reason for u in result.unmatched] == ["pinned key not in library"]
 
 
+def test_a_pin_to_a_trashed_attachment_is_not_in_the_library_whether_attachments_are_loaded() -> None:
+    """`status` and a CSV export load no attachments: the reason must not depend on that."""
+    paper, pdf = api_item("PAPR2222", "Paper"), api_pdf("PDFF2222", "PAPR2222", deleted=1)
+    pinned = [entry("Paper", zotero_key="PDFF2222")]
+    reasons = [
+        [u.reason for u in match(pinned, library).unmatched] for library in (items(paper, pdf), items(paper))
+    ]
+    assert reasons == [["pinned key not in library"]] * 2
+
+
 def test_trashed_item_leaves_entry_unmatched_and_says_why() -> None:
     result = match([entry("Gone Paper")], items(api_item("GONE2222", "Gone Paper", deleted=1)))
     assert result.by_title == {}

@@ -315,7 +315,9 @@ def match(
         found = {k for k in pins if k in candidates}
         if not found:
             pin = sorted(pins)[0]
-            trashed = pin in by_key and by_key[pin].deleted
+            # Only a pin to a regular item is "in the trash": one to an attachment or a note names no
+            # paper, trashed or not, and the page's library may not even hold those.
+            trashed = pin in by_key and by_key[pin].is_regular and by_key[pin].deleted
             result.unmatched.append(
                 Unmatched(claim.title, "item is in the trash" if trashed else "pinned key not in library")
             )
