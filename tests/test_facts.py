@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from factories import api_item, api_pdf, back_to_schema_6, write_json
 
+from zotsync import store as store_module
 from zotsync.catalog import load_catalogue
 from zotsync.export import RENDERERS, Page
 from zotsync.model import Library
@@ -174,6 +175,27 @@ def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_
         assert store.schema_version == len(MIGRATIONS)
         assert store.load_page().facts["PAPER111"] == PAPER_FACTS
     assert stored_facts(path) == before and before["PAPER111"] is not None
+
+
+def test_an_upgrade_that_fails_half_way_leaves_the_store_as_the_older_zotsync_wrote_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+    back_to_schema_6(path)
+    edit(path, "ALTER TABLE item_page DROP COLUMN facts", "DELETE FROM schema_migrations WHERE version > 5")
+    before = sqlite3.connect(path).execute("SELECT * FROM item_page ORDER BY key").fetchall()
+
+    def killed(db: sqlite3.Connection) -> None:  # migration 6 has emptied item_page by now
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_module, "_move_item_lists", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Store(path)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT max(version) FROM schema_migrations").fetchone() == (5,)
+    assert db.execute("SELECT * FROM item_page ORDER BY key").fetchall() == before and before
 
 
 def test_reconcile_computes_the_facts_a_library_lacks_with_the_same_derivation(tmp_path: Path) -> None:

@@ -551,9 +551,12 @@ class Store:
         if not marked:
             with self._transaction():
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        for number in pending:
+        if pending:
+            # All in one transaction: a run killed half-way (6 empties `item_page`, 7 fills it) leaves the
+            # store as the zotsync before wrote it, which that zotsync can still read.
             with self._transaction():
-                _run_migration(db, number)
+                for number in pending:
+                    _run_migration(db, number)
         if db.execute("SELECT value FROM sync_state WHERE name = ?", (_FACTS_VERSION_STATE,)).fetchone() != (
             stored_version(),
         ):
