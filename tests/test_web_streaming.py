@@ -93,7 +93,7 @@ def test_requests_run_ahead_of_the_store_only_while_it_waits_for_them(zotero_api
     fast_store = Recorder(slow_server)
     WebSource(config_for(slow_server)).changes(None, fast_store)
     assert len(slow_store.adds) == len(fast_store.adds) == math.ceil(ITEMS / 100)
-    assert most_ahead(slow_store) <= 3, slow_store.adds
+    assert most_ahead(slow_store) <= 4, slow_store.adds  # 7 when eight ran ahead from the start
     assert most_ahead(fast_store) >= WebSource.CONCURRENCY, fast_store.adds
 
 
