@@ -99,12 +99,12 @@ def test_requests_run_ahead_of_the_store_only_while_it_waits_for_them(zotero_api
 
 def test_the_pull_holds_a_few_pages_whatever_the_library_size(tmp_path: Path, zotero_api) -> None:
     """Python's peak memory during a first pull barely grows when the library doubles (3,000 → 6,000
-    items: about +10%, the keys it keeps to check the listing; the old pull held every item until the
-    end and grew about +90%)."""
+    items: +0–30%, the keys it keeps to check the listing and how many of the pages ahead are waiting at
+    the peak; the old pull held every item until the end and grew about +90%)."""
 
     def peak(n_items: int) -> int:
         server = synthetic_server(zotero_api, n_items)
-        server.latency = 0.005  # a network's round trip: every page the pull may ask ahead is in flight
+        server.latency = 0.02  # a round trip longer than a page takes to write: the window fills early
         with Store(tmp_path / f"warm-{n_items}.sqlite") as store:
             pull(WebSource(config_for(server)), store)  # fills the fake server's own caches first
         tracemalloc.start()
@@ -117,7 +117,7 @@ def test_the_pull_holds_a_few_pages_whatever_the_library_size(tmp_path: Path, zo
             tracemalloc.stop()
 
     small, large = peak(ITEMS), peak(2 * ITEMS)
-    assert large < 1.4 * small, (small, large)
+    assert large < 1.5 * small, (small, large)
 
 
 @pytest.fixture
