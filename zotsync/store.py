@@ -1031,18 +1031,12 @@ def _facts_json(item: Item) -> str | None:
 
 
 def _page_row(row: _ItemRow, item: Item) -> tuple[Any, ...]:
-    """The `item_page` row of `item`, whose `items` row (`_item_row`) is `row`."""
-    key, version, item_type, parent_key, title, deleted, _, _, tags, memberships = row
+    """The `item_page` row of `item`, whose `items` row (`_item_row`) is `row`: the same first six
+    columns, tags and memberships, with the page's own creators, fields and facts."""
     return (
-        key,
-        version,
-        item_type,
-        parent_key,
-        title,
-        deleted,
+        *row[:6],  # key, version, item_type, parent_key, title, deleted
         _PAGE_JSON(item.creators) if item.creators else "[]",  # named tuples: the arrays the column holds
-        tags,
-        memberships,
+        *row[8:],  # tags, collections
         _page_fields_json(item.fields),
         _facts_json(item),
     )
