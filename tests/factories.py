@@ -116,10 +116,15 @@ _AS_SCHEMA_6 = (
 )
 
 
-def back_to_schema_6(path: Path) -> None:
-    """Turn the store at `path` back into the schema-6 store the previous zotsync wrote."""
+def edit(path: Path, *statements: str) -> None:
+    """Run `statements` on the SQLite file at `path` by hand, in one transaction, as a user's tool would."""
     db = sqlite3.connect(path)
-    for statement in _AS_SCHEMA_6:
+    for statement in statements:
         db.execute(statement)
     db.commit()
     db.close()
+
+
+def back_to_schema_6(path: Path) -> None:
+    """Turn the store at `path` back into the schema-6 store the previous zotsync wrote."""
+    edit(path, *_AS_SCHEMA_6)

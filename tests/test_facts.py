@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from factories import api_item, api_pdf, back_to_schema_6, write_json
+from factories import api_item, api_pdf, back_to_schema_6, edit, write_json
 
 from zotsync import store as store_module
 from zotsync.catalog import load_catalogue
@@ -63,12 +63,12 @@ def stored_facts(path: Path) -> dict[str, object]:
         db.close()
 
 
-def edit(path: Path, *statements: str) -> None:
-    db = sqlite3.connect(path)
-    for statement in statements:
-        db.execute(statement)
-    db.commit()
-    db.close()
+def pulled(tmp_path: Path) -> Path:
+    """A store at tmp_path/s.sqlite that pulled `library_file`."""
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(library_file(tmp_path)), store)
+    return path
 
 
 def page(library: Library, catalogue: Path) -> list[str]:
@@ -87,9 +87,8 @@ def catalogue(tmp_path: Path) -> Path:
 
 
 def test_a_pull_writes_the_facts_of_every_regular_item(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite"
+    path = pulled(tmp_path)
     with Store(path) as store:
-        pull(SnapshotSource(library_file(tmp_path)), store)
         lean = store.load_page()
     rows = stored_facts(path)
     assert rows["PAPER111"] == json.loads(json.dumps(PAPER_FACTS))
@@ -100,9 +99,7 @@ def test_a_pull_writes_the_facts_of_every_regular_item(tmp_path: Path) -> None:
 
 
 def test_a_changed_item_gets_its_facts_again_on_the_next_pull(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite"
-    with Store(path) as store:
-        pull(SnapshotSource(library_file(tmp_path)), store)
+    path = pulled(tmp_path)
     with Store(path) as store:
         pull(SnapshotSource(library_file(tmp_path, title="Retitled — Now")), store)
         assert store.load_page().facts["PAPER111"].title_key == "retitled now"
@@ -111,9 +108,8 @@ def test_a_changed_item_gets_its_facts_again_on_the_next_pull(tmp_path: Path) ->
 def test_facts_of_another_derivation_are_not_trusted_and_are_refreshed_on_a_writable_open(
     tmp_path: Path, catalogue: Path
 ) -> None:
-    path = tmp_path / "s.sqlite"
+    path = pulled(tmp_path)
     with Store(path) as store:
-        pull(SnapshotSource(library_file(tmp_path)), store)
         expected = page(store.load(), catalogue)  # a full load carries no facts: all computed here
     # What an older zotsync (another derivation, another Unicode database) would have left behind.
     wrong = json.dumps(["zzz", "1900", "Elsewhere", ["Nobody"], "", "", False, ""])
@@ -137,9 +133,7 @@ def test_facts_of_another_derivation_are_not_trusted_and_are_refreshed_on_a_writ
 def test_a_hand_edited_item_loses_its_stored_facts_and_the_page_follows_the_edit(
     tmp_path: Path, catalogue: Path
 ) -> None:
-    path = tmp_path / "s.sqlite"
-    with Store(path) as store:
-        pull(SnapshotSource(library_file(tmp_path)), store)
+    path = pulled(tmp_path)
     edit(path, "UPDATE items SET title = 'Zebra' WHERE key = 'PAPER222'")
     with Store(path, readonly=True) as store:
         library = store.load_page()
@@ -149,9 +143,7 @@ def test_a_hand_edited_item_loses_its_stored_facts_and_the_page_follows_the_edit
 
 
 def test_a_schema_5_store_gets_its_facts_on_opening(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite"
-    with Store(path) as store:
-        pull(SnapshotSource(library_file(tmp_path)), store)
+    path = pulled(tmp_path)
     # Back to the schema-5 store an older zotsync wrote: page rows without facts.
     back_to_schema_6(path)
     edit(
@@ -166,9 +158,7 @@ def test_a_schema_5_store_gets_its_facts_on_opening(tmp_path: Path) -> None:
 
 
 def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite"
-    with Store(path) as store:
-        pull(SnapshotSource(library_file(tmp_path)), store)
+    path = pulled(tmp_path)
     before = stored_facts(path)
     back_to_schema_6(path)
     with Store(path) as store:
@@ -180,9 +170,7 @@ def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_
 def test_an_upgrade_that_fails_half_way_leaves_the_store_as_the_older_zotsync_wrote_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "s.sqlite"
-    with Store(path) as store:
-        pull(SnapshotSource(library_file(tmp_path)), store)
+    path = pulled(tmp_path)
     back_to_schema_6(path)
     edit(path, "ALTER TABLE item_page DROP COLUMN facts", "DELETE FROM schema_migrations WHERE version > 5")
     before = sqlite3.connect(path).execute("SELECT * FROM item_page ORDER BY key").fetchall()
@@ -231,9 +219,7 @@ def test_the_digest_follows_the_code_the_facts_come_from(monkeypatch: pytest.Mon
 def test_the_page_leaves_out_creators_only_where_the_facts_hold_the_names(
     tmp_path: Path, catalogue: Path
 ) -> None:
-    path = tmp_path / "s.sqlite"
-    with Store(path) as store:
-        pull(SnapshotSource(library_file(tmp_path)), store)
+    path = pulled(tmp_path)
     edit(path, "UPDATE items SET title = 'Zebra' WHERE key = 'PAPER222'")  # clears PAPER222's facts
     with Store(path, readonly=True) as store:
         lean = {i.key: i for i in store.load_page(creators=False).items}

@@ -10,7 +10,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from conftest import SEEDS
-from factories import api_item, api_pdf, back_to_schema_6, write_json
+from factories import api_item, api_pdf, back_to_schema_6, edit, write_json
 from zotero_server import synthetic_library
 
 from zotsync.catalog import load_catalogue
@@ -210,10 +210,7 @@ def test_tags_and_memberships_edited_by_hand_show_on_the_page_and_keep_its_facts
     with Store(path) as store:
         library = write_json(tmp_path / "lib.json", [api_item("ITEM2222", "T", tags=["a"])])
         pull(SnapshotSource(library), store)
-    db = sqlite3.connect(path)
-    db.execute("""UPDATE items SET tags = '[["hand",0]]', collections = '["COLL1111"]'""")
-    db.commit()
-    db.close()
+    edit(path, """UPDATE items SET tags = '[["hand",0]]', collections = '["COLL1111"]'""")
     with Store(path) as store:
         library = store.load_page()
         (item,) = library.items
