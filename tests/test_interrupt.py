@@ -1,6 +1,6 @@
-"""Ctrl-C (SIGINT): exit 130 with the one line every failure gets — no blank line before it in a
-cron mail or `cron.log` (only a terminal, which echoed `^C`, gets the line break) — and the store and
-exports as they were."""
+"""Ctrl-C (SIGINT), and SIGTERM: exit 130 (143) with the one line every failure gets — no blank line
+before it in a cron mail or `cron.log` (only a terminal, which echoed `^C`, gets the line break) — and
+the store and exports as they were."""
 
 from __future__ import annotations
 
@@ -21,12 +21,9 @@ def config_of(project: Path) -> str:
     return str(project / "config" / "zotsync.yaml")
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT cannot be sent to a child process on Windows")
-def test_ctrl_c_during_a_first_pull_is_one_line_exit_130_and_leaves_no_store(
-    tmp_path: Path, zotero_api
-) -> None:
-    server = zotero_api(small_library())
-    server.inject(Fault.delay(1.5))  # the first request hangs: the user gives up and presses Ctrl-C
+def sync_in_a_child(tmp_path: Path, server, requests: int) -> tuple[subprocess.Popen[str], Path]:
+    """`zotsync sync` against `server` in a child process, with a log file, once the server has received
+    `requests` requests; the child and its log."""
     config = write_web_config(tmp_path, server.url)
     log = tmp_path / "zotsync.log"
     child = subprocess.Popen(
@@ -36,8 +33,18 @@ def test_ctrl_c_during_a_first_pull_is_one_line_exit_130_and_leaves_no_store(
         text=True,
     )
     deadline = time.monotonic() + 30
-    while not server.requests and time.monotonic() < deadline and child.poll() is None:
+    while len(server.requests) < requests and time.monotonic() < deadline and child.poll() is None:
         time.sleep(0.02)
+    return child, log
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT cannot be sent to a child process on Windows")
+def test_ctrl_c_during_a_first_pull_is_one_line_exit_130_and_leaves_no_store(
+    tmp_path: Path, zotero_api
+) -> None:
+    server = zotero_api(small_library())
+    server.inject(Fault.delay(1.5))  # the first request hangs: the user gives up and presses Ctrl-C
+    child, log = sync_in_a_child(tmp_path, server, requests=1)
     assert server.requests, "the sync never reached the server"
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=30)
@@ -60,17 +67,7 @@ def test_a_signal_while_a_request_hangs_ends_the_run_at_once_with_its_one_line(
     now, not when the request's 30 s read timeout runs out, and ends its log as any failure does."""
     server = zotero_api(small_library())
     server.inject(Fault.delay(20))  # the first request hangs; the other first one comes back
-    config = write_web_config(tmp_path, server.url)
-    log = tmp_path / "zotsync.log"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "zotsync", "--config", str(config), "--log-file", str(log), "sync"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while len(server.requests) < 2 and time.monotonic() < deadline and child.poll() is None:
-        time.sleep(0.02)
+    child, log = sync_in_a_child(tmp_path, server, requests=2)
     assert len(server.requests) == 2, "the sync never had both first requests out"
     sent = time.monotonic()
     child.send_signal(signum)
