@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import __version__, runlog
-from .errors import Interrupted, Terminated, TerminatedRun, ZotsyncError
+from .errors import Interrupted, Terminated, ZotsyncError
 from .secrets import RedactFilter, redact, register
 from .text import json_safe, one_line, one_line_each, printable
 
@@ -128,10 +128,8 @@ class _Command(click.Command):
         ctx.ensure_object(_State).absorb(ctx.params, ctx.info_name or "")
         try:
             return super().invoke(ctx)
-        except Terminated:
-            raise TerminatedRun() from None
-        except KeyboardInterrupt:  # before click sees it: it would print a blank line into cron.log
-            raise Interrupted() from None
+        except KeyboardInterrupt as exc:  # before click sees it: it would print a blank line into cron.log
+            raise Interrupted.of(exc) from None
         except BrokenPipeError:  # click exits 1 quietly (`zotsync list | head`); the log says why
             ctx.ensure_object(_State).output_cut = True
             raise
@@ -450,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             click.echo(err=True)  # the terminal echoed ^C: the error line starts on a line of its own
         code = _fail(str(exc), exc.exit_code, state.verbose)
     except click.exceptions.Abort as exc:  # a signal before a command ran (click turned it into Abort)
-        stop = TerminatedRun() if isinstance(exc.__cause__, Terminated) else Interrupted()
+        stop = Interrupted.of(exc.__cause__)
         code = _fail(str(stop), stop.exit_code, False)
     except click.UsageError as exc:
         code = _fail(usage_message(exc), exc.exit_code, False)

@@ -46,6 +46,11 @@ class Interrupted(ZotsyncError):
     def __init__(self) -> None:
         super().__init__("interrupted")
 
+    @staticmethod
+    def of(signal: BaseException | None) -> Interrupted:
+        """How a run stopped by `signal` (a KeyboardInterrupt, or Terminated for SIGTERM) ends."""
+        return TerminatedRun() if isinstance(signal, Terminated) else Interrupted()
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (`timeout`, systemd stopping the unit, `kill`), raised in the main thread like Ctrl-C, so
