@@ -557,9 +557,7 @@ class Store:
             with self._transaction():
                 for number in pending:
                     _run_migration(db, number)
-        if db.execute("SELECT value FROM sync_state WHERE name = ?", (_FACTS_VERSION_STATE,)).fetchone() != (
-            stored_version(),
-        ):
+        if self.state(_FACTS_VERSION_STATE) != stored_version():
             with self._transaction():
                 _refresh_facts(db)
 
