@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from zotsync.model import Placement
+from zotsync.store import PAGE_FIELDS
 
 LIBRARY = {"type": "user", "id": 4242, "name": "tests", "links": {}}
 _versions = itertools.count(1)
@@ -84,6 +85,51 @@ def placement(**fields: object) -> Placement:
     return Placement(**{**base, **fields})  # type: ignore[arg-type]
 
 
+# A store back at schema 7, as the zotsync before migration 8 left it: each creator an object naming its
+# fields (the text json.dumps makes of it), an index on `parent_key`, and update triggers that turned
+# those objects into the page row's arrays.
+_AS_SCHEMA_7 = (
+    "CREATE INDEX items_parent ON items (parent_key)",
+    f"""CREATE TRIGGER item_page_update
+    AFTER UPDATE OF key, version, item_type, parent_key, title, deleted, creators, fields ON items BEGIN
+        UPDATE item_page SET version = new.version, item_type = new.item_type, parent_key = new.parent_key,
+            title = new.title, deleted = new.deleted, creators = (
+                SELECT json_group_array(json_array(json_extract(value, '$.creator_type'),
+                    json_extract(value, '$.last_name'), json_extract(value, '$.first_name'),
+                    json_extract(value, '$.name')))
+                FROM json_each(new.creators)
+            ),
+            tags = new.tags, collections = new.collections,
+            fields = json_patch('{{}}', json_object({
+        ", ".join(f"'{f}', json_extract(new.fields, '$.{f}')" for f in PAGE_FIELDS)
+    })), facts = NULL, key = new.key
+        WHERE key = old.key;
+    END""",
+    """CREATE TRIGGER item_page_lists AFTER UPDATE OF tags, collections ON items BEGIN
+        UPDATE item_page SET tags = new.tags, collections = new.collections WHERE key = new.key;
+    END""",
+    "DELETE FROM schema_migrations WHERE version > 7",
+)
+_CREATOR_NAMES = ("creator_type", "last_name", "first_name", "name")
+
+
+def back_to_schema_7(path: Path) -> None:
+    """Turn the store at `path` back into the schema-7 store the previous zotsync wrote."""
+    db = sqlite3.connect(path)
+    listed = db.execute("SELECT key, creators FROM items WHERE creators != '[]'").fetchall()
+    db.execute("DROP TRIGGER item_page_update")  # it would follow the rewrite below
+    db.execute("DROP TRIGGER item_page_lists")
+    objects = [[dict(zip(_CREATOR_NAMES, c, strict=True)) for c in json.loads(text)] for _, text in listed]
+    db.executemany(
+        "UPDATE items SET creators = ? WHERE key = ?",
+        [(json.dumps(o, ensure_ascii=False), key) for o, (key, _) in zip(objects, listed, strict=True)],
+    )
+    for statement in _AS_SCHEMA_7:
+        db.execute(statement)
+    db.commit()
+    db.close()
+
+
 # A store back at schema 6, as the zotsync before migration 7 left it: tags and memberships in tables of
 # their own, one row per tag or membership in the item's order (json_each keeps the array order). Its
 # trigger for updates, which migration 7 drops and makes anew, is left out.
@@ -127,4 +173,5 @@ def edit(path: Path, *statements: str) -> None:
 
 def back_to_schema_6(path: Path) -> None:
     """Turn the store at `path` back into the schema-6 store the previous zotsync wrote."""
+    back_to_schema_7(path)
     edit(path, *_AS_SCHEMA_6)

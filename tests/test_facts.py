@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from factories import api_item, api_pdf, back_to_schema_6, edit, write_json
+from factories import api_item, api_pdf, back_to_schema_6, back_to_schema_7, edit, write_json
 
 from zotsync import store as store_module
 from zotsync.catalog import load_catalogue
@@ -165,6 +165,28 @@ def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_
         assert store.schema_version == len(MIGRATIONS)
         assert store.load_page().facts["PAPER111"] == PAPER_FACTS
     assert stored_facts(path) == before and before["PAPER111"] is not None
+
+
+def test_a_schema_7_store_gets_its_creators_as_arrays_and_keeps_its_page_rows(tmp_path: Path) -> None:
+    """Migration 8 rewrites each item's creators as the arrays a pull now writes; the page rows, their facts
+    among them, stay as they were, and the store ends up with the schema of a new one."""
+    path = pulled(tmp_path)
+    fresh = sqlite3.connect(path)
+    page_rows = fresh.execute("SELECT * FROM item_page ORDER BY key").fetchall()
+    schema = fresh.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+    fresh.close()
+    back_to_schema_7(path)
+    (old,) = sqlite3.connect(path).execute("SELECT creators FROM items WHERE key = 'PAPER111'").fetchone()
+    assert json.loads(old)[1] == {"creator_type": "editor", "last_name": "", "first_name": "", "name": "ACM"}
+    with Store(path) as store:
+        assert store.schema_version == len(MIGRATIONS) == 8
+    db = sqlite3.connect(path)
+    (creators,) = db.execute("SELECT creators FROM items WHERE key = 'PAPER111'").fetchone()
+    assert creators == '[["author","Lovelace","Ada",""],["editor","","","ACM"]]'  # library_file's two
+    assert db.execute("SELECT * FROM item_page ORDER BY key").fetchall() == page_rows
+    assert stored_facts(path)["PAPER111"] == json.loads(json.dumps(PAPER_FACTS))
+    assert db.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall() == schema
+    assert "items_parent" not in {name for _, name, _ in schema}
 
 
 def test_an_upgrade_that_fails_half_way_leaves_the_store_as_the_older_zotsync_wrote_it(

@@ -192,7 +192,7 @@ def test_the_page_fields_follow_every_kind_of_write(tmp_path: Path) -> None:
         )
     db = sqlite3.connect(path)
     fields = json.loads(db.execute("SELECT fields FROM items").fetchone()[0])
-    people = [{"creator_type": "editor", "last_name": "Hopper", "first_name": "Grace", "name": ""}]
+    people = [["editor", "Hopper", "Grace", ""]]  # creator_type, last_name, first_name, name
     db.execute(
         "UPDATE items SET fields = ?, title = 'Retitled', creators = ?",
         (json.dumps({**fields, "date": "1999"}), json.dumps(people)),
