@@ -120,18 +120,18 @@ class Item:
         if not isinstance(library, dict):
             raise InvalidObject(f"item {key}: 'library' is not an object")
         return cls(
-            key=key,
-            version=_version(obj, data, "item", key),
-            item_type=item_type,
-            title=title or _own_title(data),
-            creators=_creators(get("creators", ()), key),
-            tags=_tags(get("tags", ()), key),
-            collections=_keys(get("collections", ()), key),
-            parent_key=parent or None,
-            deleted=bool(get("deleted", False)),
-            library_type=str(library.get("type", "user")),
-            library_id=str(library.get("id", "")),
-            fields={k: v for k, v in data.items() if k not in _STRUCTURED},
+            key,
+            _version(obj, data, "item", key),
+            item_type,
+            title or _own_title(data),
+            _creators(get("creators", ()), key),
+            _tags(get("tags", ()), key),
+            _keys(get("collections", ()), key),
+            parent or None,
+            bool(get("deleted", False)),
+            str(library.get("type", "user")),
+            str(library.get("id", "")),
+            {k: v for k, v in data.items() if k not in _STRUCTURED},
         )
 
     def get(self, name: str) -> str:
@@ -232,8 +232,14 @@ def _version(obj: Mapping[str, Any], data: Mapping[str, Any], kind: str, key: st
     return version
 
 
+# What `from_api` does for every creator and tag, made cheaper (~20 ms of a 28k-item pull): a tuple of
+# types, not a `list | tuple` union built on each call; named tuples without their Python-level __new__.
+_ARRAY = (list, tuple)
+_new_tuple = tuple.__new__
+
+
 def _creators(raw: object, key: str) -> tuple[Creator, ...]:
-    if not isinstance(raw, list | tuple):
+    if not isinstance(raw, _ARRAY):
         raise InvalidObject(f"item {key}: 'creators' is not a list")
     creators = []
     for creator in raw:  # JSON objects are dicts: `type(...) is` is much cheaper than an ABC check
@@ -248,12 +254,12 @@ def _creators(raw: object, key: str) -> tuple[Creator, ...]:
         )
         if not (type(kind) is type(last) is type(first) is type(name) is str):
             raise InvalidObject(f"item {key}: a creator's name or type is not a string")
-        creators.append(Creator(kind, last, first, name))
+        creators.append(_new_tuple(Creator, (kind, last, first, name)))
     return tuple(creators)
 
 
 def _tags(raw: object, key: str) -> tuple[Tag, ...]:
-    if not isinstance(raw, list | tuple):
+    if not isinstance(raw, _ARRAY):
         raise InvalidObject(f"item {key}: 'tags' is not a list")
     tags = []
     for tag in raw:
@@ -263,12 +269,12 @@ def _tags(raw: object, key: str) -> tuple[Tag, ...]:
         kind = tag.get("type", 0)
         if kind not in (0, 1) or isinstance(kind, bool):
             raise InvalidObject(f"item {key}: tag '{name}' has a 'type' other than 0 or 1")
-        tags.append(Tag(name, int(kind)))
+        tags.append(_new_tuple(Tag, (name, int(kind))))
     return tuple(tags)
 
 
 def _keys(raw: object, key: str) -> tuple[str, ...]:
-    if not isinstance(raw, list | tuple) or not all(isinstance(k, str) for k in raw):
+    if not isinstance(raw, _ARRAY) or not all(type(k) is str for k in raw):
         raise InvalidObject(f"item {key}: 'collections' is not a list of collection keys")
     return tuple(raw)
 
