@@ -41,6 +41,33 @@ def test_migrations_are_recorded_and_reopening_is_harmless(tmp_path: Path) -> No
     assert rows == [(n,) for n in range(1, len(MIGRATIONS) + 1)]
 
 
+def page_size(path: Path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_a_new_store_has_8_kib_pages_and_an_older_one_keeps_its_own(tmp_path: Path) -> None:
+    new, old = tmp_path / "new.sqlite", tmp_path / "old.sqlite"
+    with Store(new) as store:
+        pull(SnapshotSource(SEEDS / "zotero-library.json"), store)
+    assert page_size(new) == 8192
+    Store(old).close()
+    db = sqlite3.connect(old, isolation_level=None)  # as the zotsync before made it: 4 KiB pages
+    db.execute("PRAGMA journal_mode = DELETE")
+    db.execute("PRAGMA page_size = 4096")
+    db.execute("VACUUM")
+    db.close()
+    assert page_size(old) == 4096
+    with Store(old) as store:
+        pull(SnapshotSource(SEEDS / "zotero-library.json"), store)
+    assert page_size(old) == 4096
+    with Store(old, readonly=True) as older, Store(new, readonly=True) as newer:
+        assert snapshot_rows(older) == snapshot_rows(newer)
+
+
 def test_a_store_from_a_newer_zotsync_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     Store(path).close()

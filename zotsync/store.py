@@ -223,8 +223,8 @@ MIGRATIONS: tuple[str, ...] = (
     # 7: an item's tags and memberships live in its `items` row, as JSON in Zotero's order like its
     # creators (and as `item_page` has them), not in tables of their own: nothing ever looked them up by
     # tag or collection, and a first pull spent ~0.15 s of 1.7 s at 28k items on their rows, key checks
-    # and indexes. A Python step (`_move_item_lists`) moves them, drops the two tables and then makes the
-    # triggers that keep a page row current when its item is edited in place (_PAGE_UPDATE_TRIGGERS).
+    # and indexes. A Python step (`_move_item_lists`) moves them and drops the two tables; the triggers
+    # that keep a page row current when its item is edited in place come after (`_settle`).
     """
     DROP TRIGGER IF EXISTS item_page_update;
     ALTER TABLE items ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';        -- JSON [[tag, type], …]
