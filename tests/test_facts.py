@@ -180,6 +180,9 @@ def test_a_schema_7_store_gets_its_creators_as_arrays_and_keeps_its_page_rows(tm
     assert json.loads(old)[1] == {"creator_type": "editor", "last_name": "", "first_name": "", "name": "ACM"}
     with Store(path) as store:
         assert store.schema_version == len(MIGRATIONS) == 8
+        # the rewritten text is what a pull writes: reading the library again finds nothing to rewrite
+        report = pull(SnapshotSource(tmp_path / "lib.json"), store, full=True)
+        assert report.reread == 3 and not report.result.changed
     db = sqlite3.connect(path)
     (creators,) = db.execute("SELECT creators FROM items WHERE key = 'PAPER111'").fetchone()
     assert creators == '[["author","Lovelace","Ada",""],["editor","","","ACM"]]'  # library_file's two
