@@ -165,7 +165,8 @@ def run_sync(
             return SyncResult(report, tuple((path, False) for path in paths), source.requests)
         store.remember(EXPORT_RECORD, None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
-            page = merge(config, catalogue or catalogue_file.load(), store, creators=False).page
+            links = not SHOWS_ZOTERO_LINKS.isdisjoint(config.exports.formats)  # none for a CSV alone
+            page = merge(config, catalogue or catalogue_file.load(), store, creators=False, links=links).page
             written = [
                 (path, write_atomically(path, RENDERERS[fmt](page)))
                 for fmt, path in zip(config.exports.formats, paths, strict=True)

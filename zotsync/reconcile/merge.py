@@ -24,8 +24,8 @@ class Options:
     read_tags: tuple[str, ...] = ()
     archive_link: str = ""  # template for a 归档标签 link; {key} is the item key
     venues: VenueTable | None = None  # abbreviate proceedings (PLDI'21) when given
-    # False: rows carry only the curator's links, none of Zotero's (paper, PDFs, zotero://): for a report
-    # that shows no links (`status`), which then need not look at the attachments either
+    # False: rows carry only the curator's links, none of Zotero's (paper, PDFs, zotero://): for what shows
+    # none (`status`, a CSV), which then need not look at the attachments either
     zotero_links: bool = True
 
 
