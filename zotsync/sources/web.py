@@ -493,9 +493,13 @@ class WebSource:
             except BaseException as exc:
                 future.set_exception(exc)
 
+    def _given_up(self) -> threading.Event | None:
+        """In a request thread, the Event set when its run is given up; None in any other thread."""
+        return getattr(self._thread, "given_up", None)
+
     def _check_given_up(self) -> None:
         """In a request thread whose run was given up: end the request here."""
-        given_up = getattr(self._thread, "given_up", None)  # None in the main thread
+        given_up = self._given_up()
         if given_up is not None and given_up.is_set():
             raise _GivenUp()
 
@@ -566,9 +570,10 @@ class WebSource:
             raise self._deadline_error()
         if seconds <= 0:
             return
-        if threading.current_thread() is threading.main_thread():
+        given_up = self._given_up()
+        if given_up is None:
             time.sleep(seconds)  # Ctrl-C ends a sleep on every platform; on Windows, not a lock's wait
-        elif self._thread.given_up.wait(seconds):  # a request thread: its run may be given up meanwhile
+        elif given_up.wait(seconds):  # a request thread: its run may be given up meanwhile
             raise _GivenUp()
 
     def _deadline_error(self) -> SourceError:
