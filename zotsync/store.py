@@ -399,14 +399,21 @@ def _move_item_lists(db: sqlite3.Connection) -> None:
 def _compact_creators(db: sqlite3.Connection) -> None:
     """The data step of migration 8: every item's creators from objects to the arrays `_item_row` writes
     (the same text), a batch of rows at a time in key order."""
-    after = ""
-    while rows := db.execute(_CREATORS_AFTER, (after, _BATCH)).fetchall():
+    for rows in _by_key(db, _CREATORS_AFTER):
         compact = [(_PAGE_JSON([Creator(**c) for c in _json(creators)]), key) for key, creators in rows]
         db.executemany("UPDATE items SET creators = ? WHERE key = ?", compact)
-        after = rows[-1][0]
 
 
 _CREATORS_AFTER = "SELECT key, creators FROM items WHERE key > ? AND creators != '[]' ORDER BY key LIMIT ?"
+
+
+def _by_key(db: sqlite3.Connection, query: str) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of `query` (`… WHERE key > ? … ORDER BY key LIMIT ?`) a batch at a time, each read after
+    the one before was handed on, so that a caller may rewrite a batch's rows before the next is read."""
+    after = ""
+    while rows := db.execute(query, (after, _BATCH)).fetchall():
+        yield rows
+        after = rows[-1][0]
 
 
 def _fill_item_page(db: sqlite3.Connection) -> None:
@@ -429,11 +436,8 @@ def _set_facts_version(db: sqlite3.Connection) -> None:
 def _refresh_facts(db: sqlite3.Connection) -> None:
     """Facts another derivation computed (an older or newer zotsync, another Unicode database) computed
     again from the page rows themselves, so the store serves this zotsync's facts."""
-    after = ""
-    while rows := db.execute(_PAGE_ROWS_AFTER, (after, _BATCH)).fetchall():  # a batch at a time, in key order
-        items = list(_page_items(rows, known=None))
-        db.executemany(_UPDATE_FACTS, [(_facts_json(i), i.key) for i in items])
-        after = items[-1].key
+    for rows in _by_key(db, _PAGE_ROWS_AFTER):
+        db.executemany(_UPDATE_FACTS, [(_facts_json(i), i.key) for i in _page_items(rows, known=None)])
     _set_facts_version(db)
 
 
