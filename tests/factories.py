@@ -171,6 +171,15 @@ def edit(path: Path, *statements: str) -> None:
     db.close()
 
 
+def read(path: Path, query: str, *params: object) -> list[tuple[Any, ...]]:
+    """The rows `query` finds in the SQLite file at `path`, read by hand with plain SQL."""
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(query, params).fetchall()
+    finally:
+        db.close()
+
+
 def back_to_schema_6(path: Path) -> None:
     """Turn the store at `path` back into the schema-6 store the previous zotsync wrote."""
     back_to_schema_7(path)

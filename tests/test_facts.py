@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from factories import api_item, api_pdf, back_to_schema_6, back_to_schema_7, edit, write_json
+from factories import api_item, api_pdf, back_to_schema_6, back_to_schema_7, edit, read, write_json
 
 from zotsync import store as store_module
 from zotsync.catalog import load_catalogue
@@ -167,28 +167,28 @@ def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_
     assert stored_facts(path) == before and before["PAPER111"] is not None
 
 
+PAGE_ROWS = "SELECT * FROM item_page ORDER BY key"
+SCHEMA = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+
+
 def test_a_schema_7_store_gets_its_creators_as_arrays_and_keeps_its_page_rows(tmp_path: Path) -> None:
     """Migration 8 rewrites each item's creators as the arrays a pull now writes; the page rows, their facts
     among them, stay as they were, and the store ends up with the schema of a new one."""
     path = pulled(tmp_path)
-    fresh = sqlite3.connect(path)
-    page_rows = fresh.execute("SELECT * FROM item_page ORDER BY key").fetchall()
-    schema = fresh.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
-    fresh.close()
+    page_rows, schema = read(path, PAGE_ROWS), read(path, SCHEMA)
     back_to_schema_7(path)
-    (old,) = sqlite3.connect(path).execute("SELECT creators FROM items WHERE key = 'PAPER111'").fetchone()
+    ((old,),) = read(path, "SELECT creators FROM items WHERE key = 'PAPER111'")
     assert json.loads(old)[1] == {"creator_type": "editor", "last_name": "", "first_name": "", "name": "ACM"}
     with Store(path) as store:
         assert store.schema_version == len(MIGRATIONS) == 8
         # the rewritten text is what a pull writes: reading the library again finds nothing to rewrite
         report = pull(SnapshotSource(tmp_path / "lib.json"), store, full=True)
         assert report.reread == 3 and not report.result.changed
-    db = sqlite3.connect(path)
-    (creators,) = db.execute("SELECT creators FROM items WHERE key = 'PAPER111'").fetchone()
+    ((creators,),) = read(path, "SELECT creators FROM items WHERE key = 'PAPER111'")
     assert creators == '[["author","Lovelace","Ada",""],["editor","","","ACM"]]'  # library_file's two
-    assert db.execute("SELECT * FROM item_page ORDER BY key").fetchall() == page_rows
+    assert read(path, PAGE_ROWS) == page_rows
     assert stored_facts(path)["PAPER111"] == json.loads(json.dumps(PAPER_FACTS))
-    assert db.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall() == schema
+    assert read(path, SCHEMA) == schema
     assert "items_parent" not in {name for _, name, _ in schema}
 
 
@@ -198,7 +198,7 @@ def test_an_upgrade_that_fails_half_way_leaves_the_store_as_the_older_zotsync_wr
     path = pulled(tmp_path)
     back_to_schema_6(path)
     edit(path, "ALTER TABLE item_page DROP COLUMN facts", "DELETE FROM schema_migrations WHERE version > 5")
-    before = sqlite3.connect(path).execute("SELECT * FROM item_page ORDER BY key").fetchall()
+    before = read(path, PAGE_ROWS)
 
     def killed(db: sqlite3.Connection) -> None:  # migration 6 has emptied item_page by now
         raise KeyboardInterrupt
@@ -206,9 +206,8 @@ def test_an_upgrade_that_fails_half_way_leaves_the_store_as_the_older_zotsync_wr
     monkeypatch.setattr(store_module, "_move_item_lists", killed)
     with pytest.raises(KeyboardInterrupt):
         Store(path)
-    db = sqlite3.connect(path)
-    assert db.execute("SELECT max(version) FROM schema_migrations").fetchone() == (5,)
-    assert db.execute("SELECT * FROM item_page ORDER BY key").fetchall() == before and before
+    assert read(path, "SELECT max(version) FROM schema_migrations") == [(5,)]
+    assert read(path, PAGE_ROWS) == before and before
 
 
 def test_reconcile_computes_the_facts_a_library_lacks_with_the_same_derivation(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from conftest import SEEDS
-from factories import api_item, api_pdf, back_to_schema_6, edit, write_json
+from factories import api_item, api_pdf, back_to_schema_6, edit, read, write_json
 from zotero_server import synthetic_library
 
 from zotsync.catalog import load_catalogue
@@ -228,11 +228,7 @@ def test_page_rows_go_with_their_items(tmp_path: Path) -> None:
         pull(SnapshotSource(write_json(first, [api_item("ITEM1111", "One")])), store)
 
     def page_keys() -> list[str]:
-        db = sqlite3.connect(path)
-        try:
-            return [key for (key,) in db.execute("SELECT key FROM item_page ORDER BY key")]
-        finally:
-            db.close()
+        return [key for (key,) in read(path, "SELECT key FROM item_page ORDER BY key")]
 
     assert page_keys() == ["ITEM1111"]
     with Store(path) as store:  # another source replaces the store's content

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SEEDS
-from factories import api_collection, api_item, api_pdf, write_json
+from factories import api_collection, api_item, api_pdf, read, write_json
 
 from zotsync.errors import StoreError
 from zotsync.model import Collection, Item, Tag
@@ -42,11 +42,7 @@ def test_migrations_are_recorded_and_reopening_is_harmless(tmp_path: Path) -> No
 
 
 def page_size(path: Path) -> int:
-    db = sqlite3.connect(path)
-    try:
-        return db.execute("PRAGMA page_size").fetchone()[0]
-    finally:
-        db.close()
+    return read(path, "PRAGMA page_size")[0][0]
 
 
 def test_a_new_store_has_8_kib_pages_and_an_older_one_keeps_its_own(tmp_path: Path) -> None:
