@@ -54,6 +54,7 @@ def write_config(folder: Path, body: str) -> Path:
 from collections.abc import Iterator  # noqa: E402  (an appended section)
 
 import zotero_server  # noqa: E402  (the server module lives beside this file)
+from factories import FakeClock  # noqa: E402
 
 ZOTERO_API_KEY = "Tz8xQ4vN2mLr7KpW3sYd9HcB"  # a made-up key in the real keys' shape; must never be printed
 
@@ -76,12 +77,16 @@ def zotero_api() -> Iterator[Callable[..., zotero_server.ZoteroServer]]:
 
 
 @pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same retry policy with millisecond waits, so fault tests take no time (the server's own
-    Retry-After and Backoff values are still honoured as given)."""
-    from zotsync.sources.web import WebSource
+def fake_time(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """Every request policy and fake server of the test on one fake clock: backoffs, Retry-After,
+    Backoff, dripping bodies and deadlines take no real time, and the servers stamp requests in the
+    same fake seconds (zotsync's retries run on real time in `test_web_streaming.py`'s given-up tests)."""
+    import zotsync.net.policy
 
-    monkeypatch.setattr(WebSource, "RETRY_WAIT", 0.001)
+    clock = FakeClock()
+    monkeypatch.setattr(zotsync.net.policy, "REAL_CLOCK", clock)
+    monkeypatch.setattr(zotero_server.ZoteroServer, "clock", clock)
+    return clock
 
 
 # -- the repository as a clean clone has it, and the wheel built from it (built once per run) -----------

@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+import threading
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +187,33 @@ def back_to_schema_6(path: Path) -> None:
     """Turn the store at `path` back into the schema-6 store the previous zotsync wrote."""
     back_to_schema_7(path)
     edit(path, *_AS_SCHEMA_6)
+
+
+class FakeClock:
+    """Time that passes only when something waits (zotsync.net.Clock): a retry's backoff, a server's
+    Retry-After or a dripping body take no real time, and tests see exactly the waits they cause. Every
+    wait moves it forward, also waits in parallel threads (which then add up, as they would on one
+    thread)."""
+
+    START = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._lock = threading.Lock()
+        self.waits: list[float] = []  # every sleep asked for, in order
+
+    def monotonic(self) -> float:
+        with self._lock:
+            return self._now
+
+    def now(self) -> datetime:
+        return self.START + timedelta(seconds=self.monotonic())
+
+    def sleep(self, seconds: float, interrupt: threading.Event | None = None) -> bool:
+        if interrupt is not None and interrupt.is_set():
+            return True
+        with self._lock:
+            self._now += max(0.0, seconds)
+            self.waits.append(seconds)
+        time.sleep(0)  # let other threads run, as a real wait would
+        return False

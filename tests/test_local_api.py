@@ -73,7 +73,7 @@ def test_every_pull_reads_everything_so_deletions_and_local_edits_are_seen(
     assert "NFLDAAAA" not in state
 
 
-def test_zotero_not_running_is_one_line_saying_how_to_start_it(tmp_path: Path, run) -> None:
+def test_zotero_not_running_is_one_line_saying_how_to_start_it(tmp_path: Path, run, fake_time) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
     result = run("--config", str(write_local_config(tmp_path, url)), "pull")
     assert result.code == 1

@@ -21,7 +21,7 @@ import textwrap
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx2
@@ -131,7 +131,7 @@ def write_web_config(
 
 
 @pytest.fixture
-def web(tmp_path: Path, zotero_api, run, fast_retries) -> Web:
+def web(tmp_path: Path, zotero_api, run, fake_time) -> Web:
     server = zotero_api(small_library())
     return Web(server, tmp_path, write_web_config(tmp_path, server.url), run)
 
@@ -469,7 +469,7 @@ def test_dropped_connections_and_truncated_bodies_are_retried(changed: Web, faul
 
 
 def test_a_timeout_is_retried(changed: Web, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(WebSource, "TIMEOUT", 0.3)
+    monkeypatch.setattr(WebSource, "LIMITS", replace(WebSource.LIMITS, timeout=0.3))
     pull_through(changed, Fault.delay(1.0))
     assert [r.path for r in changed.server.requests][:2] == [f"/users/{USER_ID}/items"] * 2
 

@@ -13,6 +13,7 @@ import math
 import time
 import tracemalloc
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,7 @@ def test_the_pull_holds_a_few_pages_whatever_the_library_size(tmp_path: Path, zo
 
 
 @pytest.fixture
-def synced(tmp_path: Path, zotero_api, run, fast_retries) -> Web:
+def synced(tmp_path: Path, zotero_api, run, fake_time) -> Web:
     """A project holding a pulled library of 30 item pages, and a change the next pull would bring."""
     server = synthetic_server(zotero_api, ITEMS)
     web = Web(server, tmp_path, write_web_config(tmp_path, server.url), run)
@@ -177,7 +178,9 @@ def test_a_failed_pull_stops_the_requests_still_retrying_instead_of_waiting_for_
 ) -> None:
     """One of the first two requests is refused (403, which no retry mends) while the other waits out its
     backoff after a 503: the pull fails at once, and the waiting request gives up rather than retry."""
-    monkeypatch.setattr(WebSource, "RETRY_WAIT", 3.0)  # the backoff before the 503's retry: 3-6 s
+    monkeypatch.setattr(
+        WebSource, "LIMITS", replace(WebSource.LIMITS, retry_wait=3.0)
+    )  # the backoff before the 503's retry: 3-6 s
     server = synthetic_server(zotero_api, ITEMS)
     server.inject(Fault.status_code(503), Fault.status_code(403))
     started = time.monotonic()

@@ -397,7 +397,7 @@ def gzip_bomb() -> bytes:
 @dataclass(frozen=True, slots=True)
 class Recorded:
     index: int  # 1-based, in arrival order
-    at: float  # time.monotonic() on arrival
+    at: float  # the server's clock on arrival
     method: str
     path: str
     params: dict[str, str]
@@ -409,9 +409,20 @@ class Recorded:
 
 
 # -- the server -------------------------------------------------------------------------------------
+class _RealTime:
+    monotonic = staticmethod(time.monotonic)
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds)
+
+
 class ZoteroServer:
     """`keys` maps each valid API key to the library prefixes it may read ("users/1", "groups/2"), or to
-    None for all of them."""
+    None for all of them. `clock` stamps the requests and times a dripping body: a test's fake clock
+    makes those instant (a `delay` and `latency` stay real: they stand for a slow network)."""
+
+    clock: Any = _RealTime()
 
     def __init__(
         self,
@@ -499,7 +510,7 @@ class ZoteroServer:
             due = [hook for hook in self._hooks if hook[0] < index]
             self._hooks = [hook for hook in self._hooks if hook[0] >= index]
             fault = self.faults.popleft() if self.faults else None
-            self.requests.append(Recorded(index, time.monotonic(), method, path, params, headers))
+            self.requests.append(Recorded(index, self.clock.monotonic(), method, path, params, headers))
         for _, action in due:
             action(self.library)
         return index, fault
@@ -571,7 +582,7 @@ def _handler_for(server: ZoteroServer) -> type[BaseHTTPRequestHandler]:
             self._send(answer, truncate=bool(fault and fault.kind == "truncate"))
 
         def _drip(self, answer: _Answer, interval: float, seconds: float) -> None:
-            ends = time.monotonic() + seconds
+            ends = server.clock.monotonic() + seconds
             try:
                 self.send_response(answer.status)
                 for name, value in answer.headers.items():
@@ -580,11 +591,11 @@ def _handler_for(server: ZoteroServer) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 self.wfile.flush()
                 for byte in answer.body:
-                    if time.monotonic() > ends:
+                    if server.clock.monotonic() > ends:
                         break
                     self.wfile.write(bytes([byte]))
                     self.wfile.flush()
-                    time.sleep(interval)
+                    server.clock.sleep(interval)
             except OSError:
                 pass
             self.close_connection = True

@@ -17,32 +17,26 @@ the pull starts over (bounded), so the store only ever sees a consistent snapsho
 from __future__ import annotations
 
 import contextlib
-import email.utils
+import functools
 import json
 import logging
 import math
-import sys
-import threading
-import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
-from queue import SimpleQueue
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
-import click
 import httpx2
-import tenacity
 from pyzotero import Zotero
 
 from ..config import DEFAULT_DEADLINE, SourceConfig
 from ..errors import SourceError
 from ..gcpause import bulk_phase
 from ..model import Collection, InvalidObject, Item, sane_version
-from ..secrets import excerpt, redact, register
+from ..net import Clock, HttpClient, Limits, Reply, RequestFailed, RequestPolicy, Transient, run_ahead
+from ..net import progress as progress_bar
+from ..net.transports import HttpxTransport
+from ..secrets import excerpt, register
 from ..store import Changes
 from .base import Sink
 
@@ -52,21 +46,6 @@ BATCH = 50  # the API's limit for itemKey / collectionKey
 PAGE = 100  # the API's limit for `limit`
 
 _Convert = Callable[[Mapping[str, Any]], Item | Collection]
-
-
-class _Transient(Exception):
-    """A failure worth retrying: 429, 5xx, a dropped connection, a timeout, a truncated body."""
-
-    def __init__(self, reason: str, retry_after: float | None = None, unreachable: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
-        self.unreachable = unreachable  # no connection could be made at all
-        self.attempts = 1  # set by the retry policy as it goes
-
-
-class _GivenUp(Exception):
-    """The pull was given up while this request ran: it ends here (the caller has the failure that counts)."""
 
 
 class _LibraryMoved(Exception):
@@ -88,23 +67,13 @@ class _Reply:
         return len(self.objects)
 
 
-_Job = tuple[Future[_Reply], Callable[[], _Reply]]  # a call `_run` hands a request thread, and its future
-
-
 class WebSource:
     """A user or group library on api.zotero.org (or any server speaking its protocol), or, in local mode,
     the Zotero desktop's local API (http://localhost:23119/api/, Zotero 7+)."""
 
-    # Defaults a test (or a patient user) may override per instance or on the class.
-    MAX_ATTEMPTS = 5  # per request, including the first
-    CONNECT_ATTEMPTS = 3  # while the host has never answered: an unreachable host is said so quickly
-    RETRY_WAIT = 1.0  # base of the exponential backoff, seconds; also the jitter's range
-    RETRY_WAIT_MAX = 60.0
-    MAX_SERVER_WAIT = 300.0  # a server asking for a longer pause (Backoff, Retry-After) fails the run at once
+    # The Zotero API's rules (`net.Limits`); a test (or a patient user) may override them on the class.
+    LIMITS = Limits()
     MAX_RESTARTS = 3  # when the library keeps changing under us
-    TIMEOUT = 30.0  # for connecting and for each read
-    REQUEST_DEADLINE = 120.0  # for one whole response, body included: a dripping body cannot stall a pull
-    MAX_BODY = 64 * 2**20  # bytes of one decompressed response
     MAX_OBJECTS = 1_000_000  # of one listing (the largest real libraries hold ~100,000): bounds its pages
     CONCURRENCY = 4  # the API's documented maximum of concurrent requests
 
@@ -118,31 +87,31 @@ class WebSource:
         timeout: float | None = None,
         concurrency: int | None = None,
         deadline: float = DEFAULT_DEADLINE,
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
         self.progress = progress
         self.local = config.local_api
-        self.retry_wait = self.RETRY_WAIT if retry_wait is None else retry_wait
-        self.max_attempts = self.MAX_ATTEMPTS if max_attempts is None else max_attempts
+        limits = self.LIMITS
+        limits = replace(
+            limits,
+            retry_wait=limits.retry_wait if retry_wait is None else retry_wait,
+            max_attempts=limits.max_attempts if max_attempts is None else max_attempts,
+            timeout=limits.timeout if timeout is None else timeout,
+        )
         self.concurrency = max(1, min(self.CONCURRENCY if concurrency is None else concurrency, 4))
-        self.timeout = self.TIMEOUT if timeout is None else timeout
         self.deadline = deadline
-        self.requests = 0  # HTTP requests sent, retries included: tests and the benchmark check budgets
-        self._lock = threading.Lock()
-        # Each request thread's `given_up`: an Event of the run of requests it serves (see `_run`).
-        self._thread = threading.local()
-        self._not_before = 0.0  # monotonic time before which no request may start (Backoff, Retry-After)
-        self._ends = math.inf  # monotonic time by which the pull must be done
-        self._answered = False  # whether the host ever answered: a host that never did is not retried long
+        self.policy = RequestPolicy(limits, clock)
         register(config.api_key)  # belt and braces: whatever this source logs is masked, CLI or not
         base_url = config.base_url.rstrip("/")
         client = httpx2.Client(
             # A proxy from the environment must not capture a loopback test server or mirror.
             trust_env=not _is_loopback(base_url),
             follow_redirects=True,
-            timeout=self.timeout,
+            timeout=limits.timeout,
             limits=httpx2.Limits(max_connections=self.concurrency),
         )
+        self._http = HttpClient(HttpxTransport(client), self.policy)
         if self.local:
             # pyzotero's local=True: the API under /api, "My Library" as users/0, no key, read-only.
             self._zot = Zotero(0, "user", None, local=True, client=client)
@@ -156,6 +125,15 @@ class WebSource:
         self._base_url = base_url
 
     @property
+    def requests(self) -> int:
+        """HTTP requests sent, retries included: tests and the benchmark check budgets."""
+        return self.policy.requests
+
+    @requests.setter
+    def requests(self, count: int) -> None:
+        self.policy.requests = count
+
+    @property
     def id(self) -> str:
         kind = "local-api" if self.local else "web"
         return f"{kind}:{self._base_url}/{self._library}"
@@ -165,9 +143,7 @@ class WebSource:
         return self._prefix.removeprefix("/api").lstrip("/")
 
     def close(self) -> None:
-        client = self._zot.client
-        if client is not None:
-            client.close()
+        self._http.close()
 
     def __enter__(self) -> WebSource:
         return self
@@ -179,16 +155,19 @@ class WebSource:
     def changes(self, since: int | None, sink: Sink | None = None) -> Changes | None:
         """A full read hands its item pages to `sink` as they arrive (see `_full`); without one it
         returns them in `Changes.items` like every other read."""
-        self._ends = time.monotonic() + self.deadline
+        self.policy.start(self.deadline)
         if self.local:
             since = None  # the local API's `since` misses unsynced edits and it has no /deleted: read it all
         elif since is not None and sane_version(since) is None:
             log.warning("the store holds library version %s, which is no version: reading everything", since)
             since = None
-        collected = _Collected() if sink is None else None
-        with bulk_phase():
-            changes = self._changes_since(since, sink or collected)
-        if collected is not None and changes is not None and changes.complete:
+        collected = _Collected()  # the items, for a caller that gave no sink
+        try:
+            with bulk_phase():
+                changes = self._changes_since(since, collected if sink is None else sink)
+        except RequestFailed as failure:
+            raise self._failure(failure) from None
+        if sink is None and changes is not None and changes.complete:
             changes = replace(changes, items=tuple(collected.items.values()))
         return changes
 
@@ -203,9 +182,9 @@ class WebSource:
                         f"Zotero API: the library kept changing during the pull ({restart + 1} tries); "
                         "try again later"
                     ) from None
-                pause = self.retry_wait * 2**restart
+                pause = self.policy.limits.retry_wait * 2**restart
                 log.debug("%s; starting over in %.1f s", moved, pause)
-                self._pause(pause)
+                self.policy.pause(pause)
         raise AssertionError("unreachable")
 
     def _full(self, sink: Sink) -> Changes:
@@ -273,7 +252,7 @@ class WebSource:
         self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply, convert: _Convert
     ) -> list[Callable[[], _Reply]]:
         starts = range(PAGE, first.total or 0, PAGE)
-        return [lambda s=s: self._get(path, params(s), convert=convert) for s in starts]
+        return [functools.partial(self._get, path, params(s), convert=convert) for s in starts]
 
     def _follow(
         self, path: str, params: Callable[[int], dict[str, Any]], first: _Reply, convert: _Convert
@@ -364,7 +343,8 @@ class WebSource:
             return []
         if _pages(len(keys)) < math.ceil(len(keys) / BATCH):
             return [
-                lambda s=s: self._get(
+                functools.partial(
+                    self._get,
                     path,
                     {"since": since, **extra, "format": "json", "limit": PAGE, "start": s, **_STABLE_ORDER},
                     convert=convert,
@@ -372,8 +352,11 @@ class WebSource:
                 for s in range(0, len(keys), PAGE)
             ]
         return [
-            lambda chunk=keys[i : i + BATCH]: self._get(
-                path, {key_param: ",".join(chunk), **extra, "format": "json", "limit": BATCH}, convert=convert
+            functools.partial(
+                self._get,
+                path,
+                {key_param: ",".join(keys[i : i + BATCH]), **extra, "format": "json", "limit": BATCH},
+                convert=convert,
             )
             for i in range(0, len(keys), BATCH)
         ]
@@ -412,96 +395,17 @@ class WebSource:
         advance: Callable[[int], None] | None = None,
         each: Callable[[int, _Reply], None] | None = None,
     ) -> list[_Reply]:
-        """Run the calls at most `concurrency` at a time; the replies in call order, or, with `each`,
-        handed to `each(index, reply)` in this thread as they arrive and not kept: then only a few calls
-        run ahead of what `each` took, so memory holds a few pages whatever the library's size. The
-        first failure (or one of `each`, or Ctrl-C) is raised at once, and the requests still running
-        give up at their next step."""
-        results: dict[int, _Reply] = {}
-        take = each or results.__setitem__
-        if len(calls) <= 1 or self.concurrency == 1:
-            for index, call in enumerate(calls):
-                reply = call()
-                take(index, reply)
-                if advance:
-                    advance(reply.count)
-            return [results[index] for index in sorted(results)]
-        queue = iter(enumerate(calls))
-        running: dict[Future[_Reply], int] = {}
-        jobs: SimpleQueue[_Job | None] = SimpleQueue()
-        # Daemon threads, not a ThreadPoolExecutor, which joins its threads at exit: a request stalled on
-        # the network must not keep a failed or interrupted run alive for its read timeout.
-        # Set when this run is given up (a failure, Ctrl-C): its requests still running stop at their next
-        # step instead of retrying or sleeping on. One per run, so that a later pull never revives them.
-        given_up = threading.Event()
-        workers = [
-            threading.Thread(
-                target=self._work, args=(jobs, given_up), name=f"zotsync-request-{n}", daemon=True
-            )
-            for n in range(min(self.concurrency, len(calls)))
-        ]
-        for worker in workers:
-            worker.start()
-        # Requests ahead of what `each` took: one at first, one more each time `each` finds no reply
-        # waiting, up to two per connection (then a reply waiting for `each` leaves no connection idle).
-        # Against a server that answers faster than the store writes (the desktop's local API) a few
-        # suffice, and more would only make the threads contend for the interpreter: 0.15 s of CPU at
-        # 28k items. Against zotero.org all connections are busy within a few round trips.
-        ahead, most = 1, 2 * self.concurrency
-
-        def submit() -> None:
-            while len(running) < ahead and (call := next(queue, None)):
-                future: Future[_Reply] = Future()
-                running[future] = call[0]
-                jobs.put((future, call[1]))
-
-        try:
-            submit()
-            while running:
-                done = {future for future in running if future.done()}
-                if not done:
-                    if ahead < most:
-                        ahead += 1
-                        submit()
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=running.__getitem__):
-                    index = running.pop(future)
-                    take(index, future.result())
-                    if advance:
-                        advance(future.result().count)
-                    submit()
-        except _LibraryMoved:
-            raise  # the pull starts over once the requests still running are done, as after the last page
-        except BaseException:
-            given_up.set()  # what still runs ends at its next step, and nothing waits for it
-            raise
-        finally:
-            for _ in workers:
-                jobs.put(None)
-            if not given_up.is_set():
-                for worker in workers:
-                    worker.join()
-        return [results[index] for index in sorted(results)]
-
-    def _work(self, jobs: SimpleQueue[_Job | None], given_up: threading.Event) -> None:
-        """A request thread of one run: each call it is given, until it is given None."""
-        self._thread.given_up = given_up
-        while (job := jobs.get()) is not None:
-            future, call = job
-            try:
-                future.set_result(call())
-            except BaseException as exc:
-                future.set_exception(exc)
-
-    def _given_up(self) -> threading.Event | None:
-        """In a request thread, the Event set when its run is given up; None in any other thread."""
-        return getattr(self._thread, "given_up", None)
-
-    def _check_given_up(self) -> None:
-        """In a request thread whose run was given up: end the request here."""
-        given_up = self._given_up()
-        if given_up is not None and given_up.is_set():
-            raise _GivenUp()
+        """The calls at most `concurrency` at a time (`net.run_ahead`); a library that moved meanwhile
+        lets the requests still running finish before the pull starts over."""
+        return run_ahead(
+            self.policy,
+            calls,
+            self.concurrency,
+            size=_count,
+            advance=advance,
+            each=each,
+            keep_running=(_LibraryMoved,),
+        )
 
     def _get(
         self,
@@ -510,185 +414,71 @@ class WebSource:
         if_modified_since: int | None = None,
         convert: _Convert | None = None,
     ) -> _Reply:
-        """One GET with retries; a listing's objects are converted here, in the worker thread, so that
+        """One GET with retries; a listing's objects are converted here, in the request thread, so that
         turning one page into model objects overlaps with waiting for the next, and its JSON is dropped."""
-        retrying = tenacity.Retrying(
-            stop=self._stop,
-            wait=self._wait,
-            retry=tenacity.retry_if_exception_type(_Transient),
-            sleep=self._pause,
-            before_sleep=self._log_retry,
-            reraise=True,
+        headers = self._zot.default_headers() | {"Accept-Encoding": "gzip, deflate"}
+        if if_modified_since is not None:
+            headers["If-Modified-Since-Version"] = str(if_modified_since)
+        reply = self._http.get(
+            self._base_url + path,
+            params,
+            headers,
+            lambda answer: self._answer(answer, path, if_modified_since),
+            shown=path,
         )
-        try:
-            reply = retrying(self._attempt, path, params, if_modified_since)
-        except _Transient as exc:
-            attempts = f"after {exc.attempts} attempts" if exc.attempts > 1 else "at the first attempt"
-            if self._never_reached(exc):
-                raise SourceError(self._unreachable(exc.reason, attempts)) from None
-            raise SourceError(f"Zotero API: {exc.reason} for GET {path} {attempts}") from None
         if convert is None:
             return reply
         return replace(reply, body=None, objects=_converted(reply, convert))
 
-    def _unreachable(self, reason: str, attempts: str) -> str:
-        if self.local:
-            return (
-                f"Zotero is not running (nothing answers at {self._base_url}: {reason}): start Zotero 7 or "
-                "later, or read its database instead (source.path: …/zotero.sqlite)"
+    def _failure(self, failure: RequestFailed) -> SourceError:
+        """A request that failed for good, in this source's words."""
+        if failure.kind == "deadline":
+            return SourceError(
+                f"Zotero API: the pull did not finish within its deadline of {self.policy.deadline:g} s "
+                "(sync.deadline); nothing was stored, try again later"
             )
-        return (
-            f"Zotero API: cannot reach {self._base_url} ({reason}) {attempts}: check the network and "
-            "source.base_url"
-        )
+        if failure.kind == "unreachable":
+            if self.local:
+                return SourceError(
+                    f"Zotero is not running (nothing answers at {self._base_url}: {failure.reason}): start "
+                    "Zotero 7 or later, or read its database instead (source.path: …/zotero.sqlite)"
+                )
+            return SourceError(
+                f"Zotero API: cannot reach {self._base_url} ({failure.reason}) {failure.after}: check the "
+                "network and source.base_url"
+            )
+        if failure.kind == "invalid":
+            return SourceError(
+                f"Zotero API: {failure.shown} could not be sent (an invalid request header; check "
+                "source.api_key)"
+            )
+        return SourceError(f"Zotero API: {failure.reason}")
 
-    def _never_reached(self, exc: BaseException | None) -> bool:
-        """A failure to connect to a host that has not answered once in this run: down or mistyped."""
-        return isinstance(exc, _Transient) and exc.unreachable and not self._answered
-
-    def _stop(self, state: tenacity.RetryCallState) -> bool:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _Transient):
-            exc.attempts = state.attempt_number
-            if self._never_reached(exc):
-                return state.attempt_number >= min(self.CONNECT_ATTEMPTS, self.max_attempts)
-        return state.attempt_number >= self.max_attempts
-
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        """The server's Retry-After when it gave one, else exponential backoff with jitter (short while
-        the host has never answered: it is likely down or mistyped, not busy)."""
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _Transient) and exc.retry_after is not None:
-            return exc.retry_after
-        base = self.retry_wait / 4 if self._never_reached(exc) else self.retry_wait
-        backoff = tenacity.wait_exponential_jitter(multiplier=base, max=self.RETRY_WAIT_MAX, jitter=base)
-        return float(backoff(state))
-
-    def _pause(self, seconds: float) -> None:
-        """Sleep, unless that would pass the pull's deadline: then fail now rather than later."""
-        if time.monotonic() + seconds > self._ends:
-            raise self._deadline_error()
-        if seconds <= 0:
-            return
-        given_up = self._given_up()
-        if given_up is None:
-            time.sleep(seconds)  # Ctrl-C ends a sleep on every platform; on Windows, not a lock's wait
-        elif given_up.wait(seconds):  # a request thread: its run may be given up meanwhile
-            raise _GivenUp()
-
-    def _deadline_error(self) -> SourceError:
-        return SourceError(
-            f"Zotero API: the pull did not finish within its deadline of {self.deadline:g} s "
-            "(sync.deadline); nothing was stored, try again later"
-        )
-
-    def _log_retry(self, state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        pause = state.next_action.sleep if state.next_action else 0.0
-        # Debug, not info: a failure must end in one line on stderr, and a success needs no commentary.
-        log.debug(
-            "Zotero API: %s; retrying in %.2f s (attempt %d of %d)",
-            exc.reason if isinstance(exc, _Transient) else exc,
-            pause,
-            state.attempt_number + 1,
-            self.max_attempts,
-        )
-
-    def _attempt(self, path: str, params: Mapping[str, Any], if_modified_since: int | None) -> _Reply:
-        self._check_given_up()
-        self._pace()
-        started = time.monotonic()
-        left = self._ends - started
-        if left <= 0:
-            raise self._deadline_error()
-        ends = min(self._ends, started + self.REQUEST_DEADLINE)
-        headers = self._zot.default_headers() | {"Accept-Encoding": "gzip, deflate"}
-        if if_modified_since is not None:
-            headers["If-Modified-Since-Version"] = str(if_modified_since)
-        shown = f"{path}?{urlencode(params)}" if params else path  # never the headers: they hold the key
-        with self._lock:
-            self.requests += 1
-        client = self._zot.client
-        assert client is not None
-        read = min(self.timeout, left)
-        timeout = httpx2.Timeout(read, connect=min(read, 10.0))
-        try:
-            with client.stream(
-                "GET", self._base_url + path, params=dict(params), headers=headers, timeout=timeout
-            ) as response:
-                self._answered = True
-                return self._answer(response, path, shown, started, ends, if_modified_since)
-        except httpx2.ConnectTimeout:
-            log.debug("GET %s: connecting timed out", shown)
-            raise _Transient("connecting timed out", unreachable=True) from None
-        except httpx2.TimeoutException:
-            log.debug("GET %s timed out", shown)
-            raise _Transient("the request timed out") from None
-        except httpx2.ConnectError as exc:
-            log.debug("GET %s: cannot connect: %s", shown, _describe(exc))
-            raise _Transient(f"ConnectError: {_describe(exc)}", unreachable=True) from None
-        except httpx2.LocalProtocolError:
-            # The request itself could not be sent, e.g. a header value h11 refuses. Its message quotes
-            # the header, which may be the key: never show it.
-            raise SourceError(
-                f"Zotero API: GET {path} could not be sent (an invalid request header; check source.api_key)"
-            ) from None
-        except httpx2.TransportError as exc:
-            # Refused, reset or dropped connections and truncated bodies (RemoteProtocolError).
-            log.debug("GET %s failed: %s", shown, type(exc).__name__)
-            raise _Transient(f"connection failed ({type(exc).__name__}: {_describe(exc)})") from None
-
-    def _answer(
-        self,
-        response: httpx2.Response,
-        path: str,
-        shown: str,
-        started: float,
-        ends: float,
-        if_modified_since: int | None,
-    ) -> _Reply:
-        status = response.status_code
-        version = _version_header(response.headers)
-        log.debug(
-            "GET %s → %d, library version %s, %.0f ms",
-            shown,
-            status,
-            version,
-            (time.monotonic() - started) * 1000,
-        )
-        backoff = _wait_header(response.headers, "Backoff")
-        if backoff:
-            self._hold(backoff, "Backoff")  # the server is busy: slow down before the next request
+    def _answer(self, reply: Reply, path: str, if_modified_since: int | None) -> _Reply:
+        """What a reply means in the Zotero API's protocol; raised errors are not retried, but a
+        malformed JSON body is (`Transient`)."""
+        status, headers = reply.status, reply.headers
+        version = _version_header(headers)
         if status == 304 and if_modified_since is not None:
             return _Reply(status, version, None, None)
-        if status != 200:
-            # Read (a little of) an error's body too, so that the connection stays usable.
-            body = self._read(response, path, ends, limit=64 * 1024, quiet=True)
-        if status == 429 or status >= 500:
-            retry_after = _wait_header(response.headers, "Retry-After")
-            reason = f"HTTP {status}" + (f" {response.reason_phrase}" if response.reason_phrase else "")
-            if retry_after is not None:
-                self._hold(retry_after, "Retry-After")
-            raise _Transient(reason, retry_after)
         if status in (401, 403):
             raise SourceError(self._forbidden(status))
         if status == 404:
             raise SourceError(self._not_found())
         if status != 200:
-            text = excerpt(body.decode("utf-8", "replace"))
+            text = excerpt(reply.body.decode("utf-8", "replace"))
             raise SourceError(
                 f"HTTP {status} from the Zotero API for GET {path}" + (f": {text}" if text else "")
             )
-        total = _total_header(response.headers, self.MAX_OBJECTS)
-        content = self._read(response, path, ends)
+        total = _total_header(headers, self.MAX_OBJECTS)
         try:
-            body = json.loads(content)
+            body = json.loads(reply.body)
         except RecursionError:  # nesting deeper than any API object: not worth a retry
             raise SourceError(
                 f"Zotero API: the response to GET {path} is nested too deeply to be read"
             ) from None
         except ValueError:
-            raise _Transient("a malformed JSON body") from None
+            raise Transient("a malformed JSON body") from None
         return _Reply(status, version, total, body)
 
     def _forbidden(self, status: int) -> str:
@@ -716,65 +506,13 @@ class WebSource:
             "(check source.library_type and source.library_id)"
         )
 
-    def _read(
-        self, response: httpx2.Response, path: str, ends: float, limit: int | None = None, quiet: bool = False
-    ) -> bytes:
-        """The body, decompressed as it streams in: at most `MAX_BODY` bytes and until `ends` (a body that
-        drips in, or expands a thousandfold, fails this request rather than the machine)."""
-        limit = self.MAX_BODY if limit is None else limit
-        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding not in ("identity", "", "gzip", "x-gzip", "deflate"):
-            raise SourceError(
-                f"Zotero API: GET {path} answered in an encoding zotsync did not ask for "
-                f"({excerpt(encoding, 20)})"
-            )
-        inflater = _Inflater() if encoding not in ("identity", "") else None
-        parts, size = [], 0
-        try:
-            for raw in response.iter_raw():
-                self._check_given_up()
-                now = time.monotonic()
-                if now > self._ends:
-                    raise self._deadline_error()
-                if now > ends:
-                    raise _Transient(f"the response took longer than {self.REQUEST_DEADLINE:g} s to arrive")
-                data = inflater.feed(raw, limit - size) if inflater else raw
-                size += len(data)
-                if size > limit:
-                    if quiet:
-                        parts.append(data[: limit - size])
-                        break
-                    raise SourceError(
-                        f"Zotero API: the response to GET {path} is larger than {limit // 2**20} MB "
-                        "(decompressed); refusing it"
-                    )
-                parts.append(data)
-        except zlib.error:
-            raise _Transient("a malformed compressed body") from None
-        return b"".join(parts)
-
-    def _pace(self) -> None:
-        with self._lock:
-            pause = self._not_before - time.monotonic()
-        if pause > 0:
-            self._pause(pause)
-
-    def _hold(self, seconds: float, header: str) -> None:
-        """No request before `seconds` from now; a wait longer than we would ever sit through fails now,
-        saying when to try again (a cron run that sleeps for a day keeps the lock for a day)."""
-        if seconds > self.MAX_SERVER_WAIT:
-            raise SourceError(_too_long(seconds, header, self.MAX_SERVER_WAIT))
-        with self._lock:
-            self._not_before = max(self._not_before, time.monotonic() + seconds)
-
-    @contextlib.contextmanager
-    def _progress(self, total: int, label: str) -> Iterator[Callable[[int], None]]:
+    def _progress(self, total: int, label: str) -> contextlib.AbstractContextManager[Callable[[int], None]]:
         """A bar on stderr only when asked for (not -q), on a terminal, and for more than one page."""
-        if not (self.progress and total > PAGE and sys.stderr.isatty()):
-            yield lambda _n: None
-            return
-        with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-            yield bar.update
+        return progress_bar(total, label, self.progress, least=PAGE)
+
+
+def _count(reply: _Reply) -> int:
+    return reply.count
 
 
 _STABLE_ORDER = {"sort": "dateAdded", "direction": "asc"}  # new items land on the last page
@@ -886,7 +624,7 @@ class _Collected:
         self.items.clear()
 
 
-def _version_header(headers: httpx2.Headers) -> int | None:
+def _version_header(headers: Mapping[str, str]) -> int | None:
     """Last-Modified-Version, which is stored and sent back: a value that is no version (10^30, 1e400, -1)
     would freeze every later sync, so it fails the pull instead."""
     value = headers.get("Last-Modified-Version")
@@ -901,7 +639,7 @@ def _version_header(headers: httpx2.Headers) -> int | None:
     return version
 
 
-def _total_header(headers: httpx2.Headers, most: int) -> int | None:
+def _total_header(headers: Mapping[str, str], most: int) -> int | None:
     value = headers.get("Total-Results")
     if value is None:
         return None
@@ -912,64 +650,6 @@ def _total_header(headers: httpx2.Headers, most: int) -> int | None:
             f"{most} objects (the largest Zotero libraries hold about 100,000); refusing to page through it"
         )
     return total
-
-
-def _wait_header(headers: httpx2.Headers, name: str) -> float | None:
-    """Backoff or Retry-After in seconds (Retry-After may be an HTTP date); None when absent or unreadable
-    (then our own backoff applies). May be infinite: `Backoff: inf` is a wait without end."""
-    value = headers.get(name)
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return None if math.isnan(seconds) else max(0.0, seconds)
-
-
-def _too_long(seconds: float, header: str, most: float) -> str:
-    if seconds < 10 * 365 * 86400:
-        until = datetime.now(UTC) + timedelta(seconds=seconds)
-        asked, retry = f"{seconds:.0f} s", f"after {until:%Y-%m-%d %H:%M} UTC"
-    else:
-        asked, retry = "without end", "later"
-    return (
-        f"Zotero API: the server asks to wait {asked} ({header}), longer than zotsync waits "
-        f"({most:.0f} s); nothing was stored, try again {retry}"
-    )
-
-
-class _Inflater:
-    """gzip or zlib data decompressed a piece at a time, never more than asked for (a bomb stays small)."""
-
-    def __init__(self) -> None:
-        self._z = zlib.decompressobj(zlib.MAX_WBITS | 32)  # | 32: either header
-
-    def feed(self, data: bytes, room: int) -> bytes:
-        """Up to `room` + 1 bytes out of `data` (one past `room` says the body is too large)."""
-        out = []
-        while data:
-            chunk = self._z.decompress(data, max(room, 0) + 1)
-            out.append(chunk)
-            room -= len(chunk)
-            if room < 0:
-                break
-            data = self._z.unconsumed_tail
-            if self._z.eof:  # a gzip stream may hold several members, one after the other
-                data, self._z = self._z.unused_data, zlib.decompressobj(zlib.MAX_WBITS | 32)
-        return b"".join(out)
-
-
-def _describe(exc: BaseException) -> str:
-    """An exception's first line, secrets masked (a transport error may quote what was sent)."""
-    text = str(exc).strip()
-    return redact(text.splitlines()[0] if text else type(exc).__name__)
 
 
 def _is_loopback(url: str) -> bool:
