@@ -20,8 +20,9 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
+from zotsync import normalize
 from zotsync.model import CatalogueEntry, Item
-from zotsync.reconcile import match, normalize
+from zotsync.reconcile import match
 from zotsync.reconcile.match import FUZZY_MARGIN, FUZZY_THRESHOLD, TitleIndex
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,8 +21,8 @@ import yaml
 from zotsync import yamlio
 from zotsync.catalog import parse_catalogue
 from zotsync.export.csv import render_csv
-from zotsync.export.labels import labels_for
 from zotsync.export.markdown import render_markdown
+from zotsync.labels import labels_for
 from zotsync.model import Collection, Library, Link, Placement
 
 TARGETS = {"md": 1.0, "csv": 1.0, "paths": 0.2}

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from zotsync.export.labels import labels_for
 from zotsync.export.markdown import LINK_SCHEMES, cell, link_markdown, render_markdown
+from zotsync.labels import labels_for
 from zotsync.model import Link
 from zotsync.text import one_line
 

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from zotsync.export.csv import COLUMNS, render_csv
-from zotsync.export.labels import labels_for
 from zotsync.export.markdown import cell, render_markdown
+from zotsync.labels import labels_for
 from zotsync.model import Link
 
 # What a data cell drops: controls other than tab and line breaks, and bidi overrides.

@@ -1,5 +1,5 @@
 """Each item's page facts are computed once, when the store writes the item, and trusted only when this
-zotsync's derivation (`reconcile.facts.FACTS_VERSION`) computed them."""
+zotsync's derivation (`facts.FACTS_VERSION`) computed them."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from factories import api_item, api_pdf, back_to_schema_6, back_to_schema_7, edit, read, write_json
 
+from zotsync import facts, normalize
 from zotsync import store as store_module
 from zotsync.catalog import load_catalogue
 from zotsync.export import RENDERERS, Page
+from zotsync.facts import ItemFacts, derivation_digest, item_facts, stored_version
 from zotsync.model import Library
-from zotsync.reconcile import Options, facts, normalize, reconcile
-from zotsync.reconcile.facts import ItemFacts, derivation_digest, item_facts, stored_version
+from zotsync.reconcile import Options, reconcile
 from zotsync.sources import SnapshotSource
 from zotsync.store import MIGRATIONS, Store
 from zotsync.sync import pull
@@ -225,7 +226,7 @@ RECORDED = (1, "204b897eb44afd51")
 
 def test_the_derivation_cannot_change_without_its_version() -> None:
     assert (facts.FACTS_VERSION, derivation_digest()[:16]) == RECORDED, (
-        "item_facts or what it calls changed: bump FACTS_VERSION in zotsync/reconcile/facts.py and "
+        "item_facts or what it calls changed: bump FACTS_VERSION in zotsync/facts.py and "
         "record the new digest in tests/test_facts.py"
     )
 

@@ -11,8 +11,9 @@ from factories import api_item
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zotsync import normalize
 from zotsync.model import CatalogueEntry, Item
-from zotsync.reconcile import match, normalize
+from zotsync.reconcile import match
 from zotsync.reconcile.match import FUZZY_THRESHOLD
 from zotsync.reconcile.venue import VenueTable, derive_venue, load_venue_table
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import write_config
 from factories import api_collection, api_item, api_pdf, write_json
 
-from zotsync.export.labels import BUILT_IN, NAMES
+from zotsync.labels import BUILT_IN, NAMES
 
 CJK = re.compile("[\u3000-\u9fff\uff00-\uffef]")
 

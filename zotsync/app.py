@@ -10,14 +10,14 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from . import catalog_edit, digest, fingerprint
+from . import catalog_edit, digest, fingerprint, normalize
 from .catalog import CatalogueFile, load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
 from .export import RENDERERS, SHOWS_ZOTERO_LINKS, Page, read_regular, write_atomically
 from .gcpause import bulk_phase
 from .model import Catalogue, CatalogueEntry, Item, Library, Placement, in_collections
-from .reconcile import MatchResult, Options, Reconciliation, normalize, reconcile
+from .reconcile import MatchResult, Options, Reconciliation, reconcile
 from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock

@@ -19,10 +19,10 @@ from typing import Any
 import yaml
 from rapidfuzz import fuzz, process
 
+from . import normalize
 from .catalog import ZOTERO_KEY, parse_catalogue
 from .errors import CatalogError, ConfigError
 from .model import Catalogue, CatalogueEntry, Category
-from .reconcile import normalize
 from .yamlio import parse_with_nodes, parse_yaml, text_of
 
 _NULL = "tag:yaml.org,2002:null"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .export.labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
+from .labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
 from .secrets import register
 from .yamlio import load_yaml, text_of, where
 

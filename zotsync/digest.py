@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from . import normalize
 from .model import Placement
-from .reconcile import normalize
 from .text import flatten
 
 Clock = Callable[[], datetime]  # injectable, so tests can fix the section's date

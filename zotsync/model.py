@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
-    from .reconcile.facts import ItemFacts
+    from .facts import ItemFacts
 
 # Item types that are never entries of their own: they hang below a regular item.
 CHILD_TYPES = ("note", "attachment", "annotation")
@@ -304,7 +304,7 @@ class Library:
     version: int | None = None
     library_type: str = "user"
     library_id: str = ""
-    # item key → what the page derives from that item alone (reconcile/facts.py), as the store computed
+    # item key → what the page derives from that item alone (facts.py), as the store computed
     # it when it wrote the item; reconcile computes the facts of any item missing here itself.
     facts: Mapping[str, ItemFacts] = field(default_factory=dict, compare=False, repr=False)
 

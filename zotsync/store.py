@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 import filelock
 
 from .errors import StoreError
+from .facts import ItemFacts, item_facts, stored_version
 from .model import CHILD_TYPES, VENUE_FIELDS, Collection, Creator, Item, Library, Tag
-from .reconcile.facts import ItemFacts, item_facts, stored_version
 
 # The data fields the page is made of (`Item.get` callers in model.py and reconcile/): `load_page` reads
 # only these, so abstracts and notes stay on disk. A field added here needs a migration that empties
@@ -194,7 +194,7 @@ MIGRATIONS: tuple[str, ...] = (
     # 6: `item_page` as the page's whole read model: one narrow row per item in key order (WITHOUT ROWID
     # keeps the rows in that order), so `load_page` scans it alone, without the wide `items` rows, a join,
     # or grouping tag and membership rows; a Python step fills it (`_fill_item_page`). Each row carries
-    # its item's facts (reconcile/facts.py: the normalised title, year, venue, author names, DOI, URL,
+    # its item's facts (facts.py: the normalised title, year, venue, author names, DOI, URL,
     # read mark), computed once when the item is written rather than on every export; sync_state
     # 'facts_version' says which derivation computed them (see `_refresh_facts`). Triggers rather than a
     # foreign key tie a page row to its item (7 makes the one for updates): a key check on each insert

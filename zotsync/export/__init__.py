@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ExportError
+from ..labels import Labels, labels_for
 from ..model import Placement
 from .csv import render_csv
-from .labels import Labels, labels_for
 from .markdown import render_markdown
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no FIFOs to guard against

@@ -13,9 +13,9 @@ import re
 from collections.abc import Sequence
 from itertools import groupby
 
+from ..labels import Labels, labels_for
 from ..model import Link, Placement
 from ..text import FLATTEN_CHANGES, flatten
-from .labels import Labels, labels_for
 
 # Link targets written as links: the web, mail, Zotero's own, DOIs, and paths relative to the page.
 LINK_SCHEMES = frozenset({"http", "https", "mailto", "zotero", "doi"})

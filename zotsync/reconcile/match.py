@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
 
+from .. import normalize
+from ..facts import ItemFacts, item_facts
 from ..model import CatalogueEntry, Item
-from . import normalize
-from .facts import ItemFacts, item_facts
 
 # rapidfuzz's fuzz.ratio (0–100) on normalised titles. A fuzzy match needs this score and a lead of
 # FUZZY_MARGIN over the runner-up; bench/bench_reconcile.py prints the evidence for both numbers.

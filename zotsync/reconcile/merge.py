@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..facts import ItemFacts
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
-from .facts import ItemFacts
 from .match import MatchResult, match
 from .venue import VenueTable, derive_venue
 

@@ -9,10 +9,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import normalize
 from ..errors import ConfigError
 from ..model import Item
 from ..yamlio import load_yaml
-from . import normalize
 
 PROCEEDINGS_TYPES = frozenset({"conferencePaper", "bookSection"})
 

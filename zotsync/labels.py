@@ -11,7 +11,7 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..text import did_you_mean
+from .text import did_you_mean
 
 LANGUAGES = ("en", "zh")
 DEFAULT_LANGUAGE = "en"

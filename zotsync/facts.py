@@ -14,9 +14,8 @@ import inspect
 import unicodedata
 from typing import NamedTuple
 
-from .. import model
-from ..model import Item
-from . import normalize
+from . import model, normalize
+from .model import Item
 
 FACTS_VERSION = 1
 
