@@ -14,7 +14,8 @@ import pytest
 from conftest import ROOT, ZOTERO_API_KEY, write_config
 from zotero_server import FakeLibrary
 
-from zotsync.store import Changes, Store
+from zotsync.model import Changes
+from zotsync.store import Store
 from zotsync.sync import MIN_REFUSED_REMOVAL, leaving
 
 SEED = ROOT / "seeds" / "zotero-library.json"

@@ -14,9 +14,9 @@ from conftest import SEEDS
 from factories import api_collection, api_item, api_pdf, read, write_json
 
 from zotsync.errors import StoreError
-from zotsync.model import Collection, Item, Tag
+from zotsync.model import Changes, Collection, Item, Tag
 from zotsync.sources import SnapshotSource
-from zotsync.store import MIGRATIONS, Changes, Store
+from zotsync.store import MIGRATIONS, Store
 from zotsync.sync import pull
 
 

@@ -339,6 +339,27 @@ class Library:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What a source reports for one pull: upserts, deletions, and the version they bring us to.
+
+    `complete` means the upserts are the whole library, so anything else in the store is gone.
+    """
+
+    library_version: int
+    items: tuple[Item, ...] = ()
+    collections: tuple[Collection, ...] = ()
+    deleted_items: frozenset[str] = frozenset()
+    deleted_collections: frozenset[str] = frozenset()
+    complete: bool = False
+    library_type: str = "user"
+    library_id: str = ""
+    library_name: str = ""  # a group's name, or the user's zotero.org name; "" when the source does not say
+    # False when an object's content may change without its version (a hand-edited snapshot): the store
+    # then compares content, not just versions, before it skips an object.
+    trust_versions: bool = True
+
+
 class Link(NamedTuple):
     label: str
     url: str

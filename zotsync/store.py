@@ -25,7 +25,7 @@ import filelock
 
 from .errors import StoreError
 from .facts import ItemFacts, item_facts, stored_version
-from .model import CHILD_TYPES, VENUE_FIELDS, Collection, Creator, Item, Library, Tag
+from .model import CHILD_TYPES, VENUE_FIELDS, Changes, Collection, Creator, Item, Library, Tag
 
 # The data fields the page is made of (`Item.get` callers in model.py and reconcile/): `load_page` reads
 # only these, so abstracts and notes stay on disk. A field added here needs a migration that empties
@@ -479,27 +479,6 @@ def _store_errors(method: Callable[..., _T]) -> Callable[..., _T]:
             raise StoreError(f"the store {self.path} failed: {_cause(exc)}") from exc
 
     return guarded
-
-
-@dataclass(frozen=True, slots=True)
-class Changes:
-    """What a source reports for one pull: upserts, deletions, and the version they bring us to.
-
-    `complete` means the upserts are the whole library, so anything else in the store is gone.
-    """
-
-    library_version: int
-    items: tuple[Item, ...] = ()
-    collections: tuple[Collection, ...] = ()
-    deleted_items: frozenset[str] = frozenset()
-    deleted_collections: frozenset[str] = frozenset()
-    complete: bool = False
-    library_type: str = "user"
-    library_id: str = ""
-    library_name: str = ""  # a group's name, or the user's zotero.org name; "" when the source does not say
-    # False when an object's content may change without its version (a hand-edited snapshot): the store
-    # then compares content, not just versions, before it skips an object.
-    trust_versions: bool = True
 
 
 @dataclass(slots=True)

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from .errors import TooMuchRemoval
+from .model import Changes
 from .sources import Source
-from .store import ApplyResult, Changes, Store
+from .store import ApplyResult, Store
 
 log = logging.getLogger("zotsync")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from ..model import Collection, Item
-from ..store import Changes
+from ..model import Changes, Collection, Item
 
 
 class Sink(Protocol):

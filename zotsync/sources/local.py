@@ -44,8 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SourceError
-from ..model import Collection, Creator, Item, Tag
-from ..store import Changes
+from ..model import Changes, Collection, Creator, Item, Tag
 from .base import Sink
 
 log = logging.getLogger("zotsync")

@@ -10,8 +10,7 @@ from typing import Any
 
 from ..errors import ConfigError, SourceError
 from ..fingerprint import file_digest
-from ..model import CHILD_TYPES, Collection, Creator, InvalidObject, Item, Library
-from ..store import Changes
+from ..model import CHILD_TYPES, Changes, Collection, Creator, InvalidObject, Item, Library
 from .base import Sink, split_objects
 
 

@@ -32,12 +32,11 @@ from pyzotero import Zotero
 from ..config import DEFAULT_DEADLINE, SourceConfig
 from ..errors import SourceError
 from ..gcpause import bulk_phase
-from ..model import Collection, InvalidObject, Item, sane_version
+from ..model import Changes, Collection, InvalidObject, Item, sane_version
 from ..net import Clock, HttpClient, Limits, Reply, RequestFailed, RequestPolicy, Transient, run_ahead
 from ..net import progress as progress_bar
 from ..net.transports import HttpxTransport
 from ..secrets import excerpt, register
-from ..store import Changes
 from .base import Sink
 
 log = logging.getLogger("zotsync.web")
