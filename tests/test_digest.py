@@ -146,7 +146,7 @@ def test_an_older_store_gets_the_table_and_no_baseline(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
-    db.executescript(MIGRATIONS[0])
+    MIGRATIONS[0](db)
     db.execute("INSERT INTO schema_migrations VALUES (1, 'then')")
     db.commit()
     db.close()

@@ -46,7 +46,7 @@ def test_reads_users_0_without_a_path_or_key_and_stores_the_library(
     assert all(r.header("Authorization") is None for r in desktop.requests)
     with Store(tmp_path / "store.sqlite") as store:
         got = store.load()
-        assert store.state("source") == f"local-api:{desktop.url}/users/0"
+        assert store.sync_state.source == f"local-api:{desktop.url}/users/0"
     want = mirror_of(desktop.library, tmp_path / "mirror")
     assert got.items == want.items and got.collections == want.collections
 

@@ -148,7 +148,7 @@ def test_another_library_replaces_the_store_content(tmp_path: Path) -> None:
 def test_a_failure_mid_pull_leaves_the_previous_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import zotsync.store as store_module
+    import zotsync.store.landing as store_module
 
     objects = seed_objects()
     path = write_json(tmp_path / "lib.json", objects)
@@ -159,7 +159,7 @@ def test_a_failure_mid_pull_leaves_the_previous_state(
             obj["version"] = obj["data"]["version"] = obj["version"] + 1000
         write_json(path, objects)
         calls = 0
-        real = store_module._item_row
+        real = store_module.item_record
 
         def fail_halfway(item):
             nonlocal calls
@@ -168,8 +168,8 @@ def test_a_failure_mid_pull_leaves_the_previous_state(
                 raise OSError("disk full")
             return real(item)
 
-        monkeypatch.setattr(store_module, "_BATCH", 10)  # two batches are written when it fails
-        monkeypatch.setattr(store_module, "_item_row", fail_halfway)
+        monkeypatch.setattr(store_module, "BATCH", 10)  # two batches are written when it fails
+        monkeypatch.setattr(store_module, "item_record", fail_halfway)
         with pytest.raises(OSError):
             pull(SnapshotSource(path), store)
         assert (snapshot_rows(store), store.library_version) == before
@@ -188,18 +188,20 @@ def test_a_killed_process_leaves_a_consistent_store(tmp_path: Path) -> None:
     write_json(path, objects)
     script = textwrap.dedent(f"""
         import os, signal
-        import zotsync.store as s
+        import zotsync.store.landing as s
+        from pathlib import Path
+        from zotsync.store import Store
         from zotsync.sources import SnapshotSource
         from zotsync.sync import pull
-        real, calls = s._item_row, [0]
+        real, calls = s.item_record, [0]
         def convert(item):
             calls[0] += 1
             if calls[0] == 40:
                 os.kill(os.getpid(), signal.SIGKILL)
             return real(item)
-        s._BATCH = 10  # three batches are written when it dies
-        s._item_row = convert
-        pull(SnapshotSource(s.Path({str(path)!r})), s.Store(s.Path({str(db_path)!r})))
+        s.BATCH = 10  # three batches are written when it dies
+        s.item_record = convert
+        pull(SnapshotSource(Path({str(path)!r})), Store(Path({str(db_path)!r})))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     assert done.returncode == -9

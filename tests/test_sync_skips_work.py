@@ -214,7 +214,7 @@ def test_a_sync_killed_after_writing_the_exports_renders_again(project, run, ren
     monkeypatch.undo()
     store_path = project / ".zotsync" / "zotsync.sqlite"
     with Store(store_path) as store:
-        assert store.state(app.EXPORT_RECORD) is None
+        assert store.sync_state.export_record is None
     calls = []
     merge = app.merge
     monkeypatch.setattr(app, "merge", lambda *a, **k: calls.append(1) or merge(*a, **k))

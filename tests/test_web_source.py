@@ -568,7 +568,7 @@ def test_group_libraries(tmp_path: Path, zotero_api, run) -> None:
     with Store(tmp_path / "store.sqlite") as store:
         got = store.load()
         assert (got.library_type, got.library_id, got.version) == ("group", "4242", group.version)
-        assert store.state("source") == f"web:{server.url}/groups/4242"
+        assert store.sync_state.source == f"web:{server.url}/groups/4242"
     group.rename_collection("NFRNAAAA", "Serving")
     server.reset()
     assert run("-q", "--config", str(config), "pull").code == 0

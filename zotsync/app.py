@@ -156,14 +156,14 @@ def run_sync(
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
-        last = fingerprint.ExportRecord.loads(store.state(EXPORT_RECORD))
+        last = fingerprint.ExportRecord.loads(store.sync_state.export_record)
         # The catalogue a sync exported from was valid; any other must parse before any request.
         catalogue = None if last and last.inputs == inputs else catalogue_file.load()
         with bulk_phase():
             report = pull(source, store, full=full, max_removal=_valve(config, force))
         if last is not None and last.still_holds(inputs, store.generation, paths):
             return SyncResult(report, tuple((path, False) for path in paths), source.requests)
-        store.remember(EXPORT_RECORD, None)  # a run that stops half-way leaves no claim behind
+        store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
             links = not SHOWS_ZOTERO_LINKS.isdisjoint(config.exports.formats)  # none for a CSV alone
             page = merge(config, catalogue or catalogue_file.load(), store, creators=False, links=links).page
@@ -173,11 +173,8 @@ def run_sync(
             ]
             written += record_changes(config, store, page, clock)
         record = fingerprint.ExportRecord.of(inputs, store.generation, paths)
-        store.remember(EXPORT_RECORD, record.dumps() if record else None)
+        store.remember(export_record=record.dumps() if record else None)
     return SyncResult(report, tuple(written), source.requests)
-
-
-EXPORT_RECORD = "export_record"  # sync state: what the last complete sync exported (fingerprint.py)
 
 
 def status(config: Config) -> dict[str, Any]:
@@ -191,17 +188,7 @@ def _status_report(config: Config) -> dict[str, Any]:
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
-        state = {
-            name: store.state(name)
-            for name in (
-                "library_version",
-                "last_sync_at",
-                "library_type",
-                "library_id",
-                "library_name",
-                "source",
-            )
-        }
+        state = store.sync_state
     rows, library = merged.page.rows, merged.library
     matches = merged.reconciliation.matches
     # Each count in one pass, most of them in C: a 100k-item page has as many rows.
@@ -210,13 +197,13 @@ def _status_report(config: Config) -> dict[str, Any]:
     statuses = Counter(map(attrgetter("status"), rows))
     return {
         "library": {
-            "type": state["library_type"] or "user",
-            "id": state["library_id"] or "",
-            "kind": (state["source"] or "").partition(":")[0],  # web, local or snapshot
-            "name": state["library_name"] or "",
-            "source": origin(state["source"] or ""),
-            "version": int(state["library_version"]) if state["library_version"] else None,
-            "last_sync_at": state["last_sync_at"],
+            "type": state.library_type,
+            "id": state.library_id,
+            "kind": (state.source or "").partition(":")[0],  # web, local or snapshot
+            "name": state.library_name,
+            "source": origin(state.source or ""),
+            "version": state.library_version,
+            "last_sync_at": state.last_sync_at,
             "items": len(matches.candidates),  # the regular items not in the trash
             "trashed": sum(1 for i in library.items if i.deleted and i.is_regular),
             "collections": len(library.collections),

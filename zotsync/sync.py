@@ -48,13 +48,14 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
 
     A source that can fingerprint its whole library cheaply (a snapshot file's hash) is not read at all
     when the fingerprint is the one the store last took in from it."""
-    before = store.library_version
-    stored_source = store.state("source")
+    state = store.sync_state
+    before = state.library_version
+    stored_source = state.source
     incremental = not full and stored_source == source.id
     since = before if incremental else None
     fingerprint = getattr(source, "fingerprint", None)
     taken = fingerprint() if fingerprint is not None else None
-    if taken is not None and incremental and before is not None and store.state(FINGERPRINT) == taken:
+    if taken is not None and incremental and before is not None and state.source_digest == taken:
         store.touch()
         return PullReport(before, before, ApplyResult())
     valve = None
@@ -71,12 +72,9 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
         store.touch()
         return PullReport(before, before, ApplyResult())
     # After the data: a run killed in between only reads the source once more next time.
-    store.remember(FINGERPRINT, taken)
+    store.remember(source_digest=taken)
     reread = len(landing.arrived) if full and changes.complete else None
     return PullReport(before, changes.library_version, result, reread)
-
-
-FINGERPRINT = "source_fingerprint"  # sync state: the fingerprint of what the store last took in
 
 
 def check_removal(

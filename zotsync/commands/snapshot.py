@@ -12,5 +12,5 @@ def render(config: Config) -> str:
     """The snapshot text of the configured store's library (byte-stable for the same library)."""
     with open_store(config, readonly=True) as store:  # reads only: never creates or upgrades it
         library = store.full_library()
-        name = store.state("library_name") or ""
+        name = store.sync_state.library_name
     return snapshot.dumps(library, name)

@@ -1,0 +1,218 @@
+"""A pull on its way into the store: written as it arrives, committed in one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..model import Changes, Item
+from .codec import INSERT_ITEM, INSERT_PAGE, ItemRecord, PageRecord, item_record, page_record
+from .failures import store_errors
+from .schema import BUMP_GENERATION, now
+from .state import write_state
+
+if TYPE_CHECKING:
+    from .db import Store
+
+# Items written per executemany round: big enough to amortise the calls, small enough to keep few rows.
+BATCH = 1000
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    items_added: int = 0
+    items_updated: int = 0
+    items_removed: int = 0
+    collections_changed: int = 0
+    collections_removed: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return any(
+            (
+                self.items_added,
+                self.items_updated,
+                self.items_removed,
+                self.collections_changed,
+                self.collections_removed,
+            )
+        )
+
+
+# SQLite's page cache while a pull writes, in KiB (the default is 2,000). `item_page` and the key indexes
+# are keyed by the item key, which a pull brings in no order: with 2 MB, each batch spilled pages and read
+# them back (a 28k first pull wrote 270,000 pages; 64,000 with 32 MB). The connection's own size comes
+# back when the pull ends, so a sync's export after it does not keep the memory.
+_LANDING_CACHE_KIB = 32 * 1024
+
+# A check of a pull before anything is removed (the safety valve): the page's items as the store held them
+# before the pull, every item key the pull brought → whether it is on the page, and the pull's Changes.
+Check = Callable[[set[str], Mapping[str, bool], Changes], None]
+
+
+class Landing:
+    """One pull on its way into the store, in one transaction. The source may hand items over while it
+    still reads (`add`: written a batch at a time, so a page's objects can go as soon as they are
+    written); `finish` writes what is left, lets `check` refuse, removes what the pull removes, writes
+    the collections and the library version, and commits. Leaving the `with` block in any other way (an
+    error, Ctrl-C, a refusal) rolls all of it back: the store stays as it was."""
+
+    def __init__(self, store: Store, source_id: str, rewrite: bool, check: Check | None = None) -> None:
+        self.path = store.path  # for store_errors
+        self.arrived: dict[str, bool] = {}  # every item key this pull brought → whether it is on the page
+        self.result = ApplyResult()
+        self._store, self._db = store, store._db
+        self._source_id, self._rewrite = source_id, rewrite
+        self._known: dict[str, int] = {}  # the store's item versions before this pull
+        self._replaced = False
+        self._check = check
+        self._page_before: set[str] = set()  # for `check`, read before anything is written
+        self._cache_size: int | None = None  # the connection's own, while the landing uses a larger one
+
+    def __enter__(self) -> Landing:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        # Not finished: roll back. SQLite has already rolled back after some errors (a full disk), and
+        # ROLLBACK would then fail and hide the error that matters.
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+        if self._cache_size is not None:
+            self._db.execute(f"PRAGMA cache_size = {self._cache_size}")
+
+    def _begin(self) -> sqlite3.Connection:
+        db = self._db
+        if not db.in_transaction:
+            if self._cache_size is None:
+                self._cache_size = db.execute("PRAGMA cache_size").fetchone()[0]
+                db.execute(f"PRAGMA cache_size = -{_LANDING_CACHE_KIB}")
+            db.execute("BEGIN IMMEDIATE")
+            if self._check is not None:
+                self._page_before = self._store.catalogue_item_keys()
+            if self._store.sync_state.source not in (None, self._source_id):
+                content = db.execute("SELECT 1 FROM items UNION ALL SELECT 1 FROM collections")
+                self._replaced = content.fetchone() is not None
+                db.execute("DELETE FROM items")
+                db.execute("DELETE FROM collections")
+            self._known = self._store.item_versions()
+        return db
+
+    @store_errors
+    def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
+        """Items of this pull, written (in batches of `_BATCH`) before this returns, so the caller may
+        drop them; the last copy of an item a pull saw twice wins (a page boundary moved under the pull)."""
+        db = self._begin()
+        known, result = self._known, self.result
+        pending: dict[str, tuple[ItemRecord, PageRecord]] = {}
+        for item in items:
+            stored_version = known.get(item.key)
+            first_copy = item.key not in self.arrived
+            self.arrived[item.key] = item.is_regular and not item.deleted
+            same_version = stored_version == item.version
+            if same_version and not self._rewrite and trust_versions:
+                continue
+            record = item_record(item)
+            if same_version and record == _stored_record(db, item.key):
+                continue
+            pending[item.key] = (record, page_record(record, item))
+            if first_copy and stored_version is None:
+                result.items_added += 1
+            elif first_copy:
+                result.items_updated += 1
+            if len(pending) == BATCH:
+                self._write(pending)
+        self._write(pending)
+
+    def _write(self, pending: dict[str, tuple[ItemRecord, PageRecord]]) -> None:
+        if pending:
+            self._db.executemany(INSERT_ITEM, [record for record, _ in pending.values()])
+            self._db.executemany(INSERT_PAGE, [page for _, page in pending.values()])
+            pending.clear()
+
+    @store_errors
+    def start_over(self) -> None:
+        """Forget the items added so far: the source reads the library again (it moved during the read).
+        The transaction starts over too (the next `add` begins it): a savepoint would do, but it keeps
+        SQLite from rewriting a page in place, which made a large pull write several times as much."""
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+        self.arrived.clear()
+        self.result = ApplyResult()
+
+    @store_errors
+    def finish(self, changes: Changes) -> ApplyResult:
+        """Land `changes` (its items besides those already added) and commit. The `check` runs once
+        every item is written and before anything is removed, and may raise to refuse the pull."""
+        db = self._begin()
+        self.add(changes.items, changes.trust_versions)
+        if self._check is not None:
+            self._check(self._page_before, self.arrived, changes)
+        result, known = self.result, self._known
+        stored_collections = {row[0]: row for row in db.execute("SELECT * FROM collections")}
+
+        # A trashed collection leaves like a deleted one; its restore brings it back with a new version.
+        # Subcollections go with their parent, judged on the tree as this pull leaves it (a child
+        # moved out of a deleted parent in the same pull stays).
+        incoming_collections = {c.key for c in changes.collections if not c.deleted}
+        gone_roots = set(changes.deleted_collections) | {c.key for c in changes.collections if c.deleted}
+        if changes.complete:
+            gone_roots |= set(stored_collections) - incoming_collections
+        parents = {key: row[3] for key, row in stored_collections.items()}
+        parents.update({c.key: c.parent_key for c in changes.collections})
+        gone_collections = with_descendants(gone_roots, parents)
+        live_collections = [c for c in changes.collections if c.key not in gone_collections]
+        for key in gone_collections & set(stored_collections):
+            db.execute("DELETE FROM collections WHERE key = ?", (key,))
+            result.collections_removed += 1
+        # Memberships stay: they belong to the items, `load` shows only those of existing
+        # collections, and a collection restored from the trash finds its items again.
+        for collection in live_collections:
+            row = (collection.key, collection.version, collection.name, collection.parent_key)
+            if stored_collections.get(collection.key) == row:
+                continue
+            db.execute("INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)", row)
+            result.collections_changed += 1
+
+        gone = set(changes.deleted_items) - self.arrived.keys()
+        if changes.complete:
+            gone |= known.keys() - self.arrived.keys()
+        removed = sorted(gone & known.keys())
+        db.executemany("DELETE FROM items WHERE key = ?", ((key,) for key in removed))
+        result.items_removed += len(removed)
+        if self._replaced or result.changed:
+            db.execute(BUMP_GENERATION)
+
+        write_state(
+            db,
+            {
+                "library_version": changes.library_version,
+                "library_type": changes.library_type,
+                "library_id": changes.library_id,
+                "library_name": changes.library_name,
+                "source": self._source_id,
+                "last_sync_at": now(),
+            },
+        )
+        db.execute("COMMIT")
+        return result
+
+
+def _stored_record(db: sqlite3.Connection, key: str) -> ItemRecord:
+    return ItemRecord(*db.execute("SELECT * FROM items WHERE key = ?", (key,)).fetchone())
+
+
+def with_descendants(roots: Iterable[str], parents: Mapping[str, str | None]) -> set[str]:
+    """The roots and every collection below them (deleting a collection deletes its subcollections)."""
+    children: dict[str, list[str]] = {}
+    for key, parent in parents.items():
+        if parent:
+            children.setdefault(parent, []).append(key)
+    found = set(roots)
+    frontier = list(found)
+    while frontier:
+        below = [c for key in frontier for c in children.get(key, ()) if c not in found]
+        found.update(below)
+        frontier = below
+    return found

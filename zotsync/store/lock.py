@@ -1,0 +1,37 @@
+"""The run lock: one zotsync run at a time per store."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import filelock
+
+from ..errors import StoreError
+from .identity import identify, not_ours
+
+
+@contextlib.contextmanager
+def exclusive_lock(store_path: Path) -> Iterator[None]:
+    """One writer at a time: a second run (two cron jobs overlapping) fails at once instead of waiting.
+    filelock takes an OS lock (flock on Unix, LockFileEx on Windows) that the OS drops when a killed run
+    exits, so a stale lock file never blocks the next run."""
+    lock_path = store_path.with_name(store_path.name + ".lock")
+    # Not even a lock file beside a file that is not ours (Zotero's data folder, say).
+    what = identify(store_path) if os.path.lexists(store_path) else None
+    if what is not None:
+        raise not_ours(store_path, what)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(lock_path, timeout=0)
+        lock.acquire()
+    except filelock.Timeout:
+        raise StoreError(f"another zotsync run holds the lock {lock_path}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from exc
+    try:
+        yield
+    finally:
+        lock.release()
