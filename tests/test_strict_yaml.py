@@ -220,3 +220,37 @@ def test_adopt_a_near_miss_category_says_did_you_mean(project: Path, run) -> Non
         result.err
     )
     assert catalog.read_bytes() == before
+
+
+def test_an_unclosed_quote_is_reported_on_its_own_line_not_as_indentation(project: Path, run) -> None:
+    # The seed catalogue with the closing quote of line 16 (a DOI) deleted: YAML reads on to the next
+    # quote, on line 17, and fails there as a block that does not line up.
+    catalog = project / "seeds" / "catalog.yaml"
+    lines = catalog.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines[15] == '        doi: "10.1109/TPDS.2020.3030548"\n'
+    lines[15] = '        doi: "10.1109/TPDS.2020.3030548\n'
+    catalog.write_text("".join(lines), encoding="utf-8")
+    result = run("--config", str(project / "config" / "zotsync.yaml"), "sync")
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        f'zotsync: error: {catalog}:16: malformed YAML: the " at column 14 is not closed on this line, '
+        "so YAML read the lines after it as part of the text (on to line 17); close the quote"
+    ]
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_a_quote_left_open_to_the_end_of_the_file_names_its_line(quote: str) -> None:
+    text = ENTRY + f"        venue: {quote}OSDI'20\n        status: read\n"
+    if quote == "'":  # the ' in OSDI'20 would close it: the quote must stay open to the end
+        text = ENTRY + "        venue: 'OSDI\n        status: read\n"
+    assert problem(text) == (
+        f"catalog.yaml:5: malformed YAML: the {quote} at column 16 is not closed on this line, so YAML "
+        "read the lines after it as part of the text (to the end of the file); close the quote"
+    )
+
+
+def test_a_multi_line_quote_closed_before_a_misaligned_line_still_blames_the_indentation() -> None:
+    text = ENTRY + '        why: "two\n          lines"\n       status: read\n'
+    assert problem(text).startswith(
+        "catalog.yaml:7: malformed YAML: this line's indentation does not match the lines above it"
+    )

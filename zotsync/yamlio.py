@@ -165,6 +165,14 @@ def yaml_problem(name: str, text: str, exc: yaml.MarkedYAMLError) -> str:
         )
     if isinstance(exc, yaml.constructor.ConstructorError):
         return f"{where}: {problem}"
+    quote = _unclosed_quote(text, exc)
+    if quote is not None:
+        opened, column, char, until = quote
+        ran_on = f"on to line {until}" if until else "to the end of the file"
+        return (
+            f"{name}:{opened}: malformed YAML: the {char} at column {column} is not closed on this line, "
+            f"so YAML read the lines after it as part of the text ({ran_on}); close the quote"
+        )
     context_line = exc.context_mark.line + 1 if exc.context_mark else None
     if "mapping values are not allowed" in problem:
         return (
@@ -178,6 +186,43 @@ def yaml_problem(name: str, text: str, exc: yaml.MarkedYAMLError) -> str:
             "the keys of one mapping, and the dashes of one list, must start in the same column"
         )
     return f"{where}: malformed YAML: {problem}"
+
+
+def _unclosed_quote(text: str, exc: yaml.MarkedYAMLError) -> tuple[int, int, str, int | None] | None:
+    """(line, column, quote character, line it ran on to or None for the end of the file), 1-based, of
+    a quote left open that the error follows from.
+
+    A quoted scalar may run over line breaks, so an open quote swallows the lines below it up to the
+    next quote character, and the parser stumbles only there: on what follows that quote, and as an
+    "indentation" problem. Blamed: the last scalar before the error if it is quoted, spans lines, and
+    ends on the error's line (or the scanner reached the end of the file inside it)."""
+    mark = exc.problem_mark
+    if isinstance(exc, yaml.scanner.ScannerError) and exc.context == "while scanning a quoted scalar":
+        start = exc.context_mark
+        problem = str(exc.problem)
+        if start is None or mark is None or not ("end of stream" in problem or "document" in problem):
+            return None  # a bad escape inside quotes that are closed, say
+        lines = text.lstrip("\ufeff").splitlines()
+        line = lines[start.line] if start.line < len(lines) else ""
+        until = None if "end of stream" in problem else mark.line + 1  # a `---` line stopped it
+        return start.line + 1, start.column + 1, line[start.column : start.column + 1] or '"', until
+    if mark is None:
+        return None
+    last: yaml.ScalarToken | None = None
+    try:
+        # The same loader as the parse (libyaml's marks differ from the Python scanner's on a BOM).
+        for token in yaml.scan(text, Loader=_BaseLoader):
+            if (token.start_mark.line, token.start_mark.column) >= (mark.line, mark.column):
+                break
+            if isinstance(token, yaml.ScalarToken):
+                last = token
+    except yaml.YAMLError:
+        pass  # the scanner failed beyond the parser's error: the tokens before it are what counts
+    if last is None or last.style not in ('"', "'"):
+        return None
+    if last.start_mark.line == last.end_mark.line or last.end_mark.line != mark.line:
+        return None
+    return last.start_mark.line + 1, last.start_mark.column + 1, last.style, mark.line + 1
 
 
 def text_of(mapping: Any, key: str) -> str | None:
