@@ -45,6 +45,41 @@ def _create(path: Path) -> None:
         raise
 
 
+def _leave_wal_files(path: Path) -> None:
+    """After a writer closes the store, put back the -wal and -shm files SQLite deleted, empty, so that
+    a user who may read the store but not write its folder can still read it.
+
+    SQLite reads a WAL database only through those two files (https://sqlite.org/wal.html, read-only
+    databases): it deletes them when the last connection closes, and a reader that cannot create files
+    beside the store then fails with `attempt to write a readonly database`. Given them read-only, it
+    builds the index in its own memory and still takes its locks on the -shm file, so a sync starting
+    meanwhile waits for it to finish a read before checkpointing: no stale and no torn read. Not chosen:
+    `immutable=1`, which reads without locks (a concurrent checkpoint tears the read, commits still in
+    the -wal are missed), and leaving the store in rollback-journal mode between runs (switching
+    rewrites the header, so a pull that fails would no longer leave the file byte for byte as it was).
+    Empty files are what SQLite itself leaves after a checkpoint; a writer arriving meanwhile rebuilds
+    the index as usual. Made with the store's mode and owner, as SQLite makes them; a file already there
+    (a writer still running) is left alone; failing is harmless, so it is silent."""
+    try:
+        info = path.stat()
+    except OSError:
+        return  # removed (a first pull that failed) or unreachable: nothing to read either
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    for suffix in ("-wal", "-shm"):  # the -wal first: a reader seeing the -shm expects it
+        try:
+            handle = os.open(f"{path}{suffix}", flags, info.st_mode & 0o666)
+        except OSError:
+            continue  # there already, or the folder refuses
+        try:
+            if hasattr(os, "fchown") and os.geteuid() == 0:  # as SQLite does for root: the store's owner
+                with contextlib.suppress(OSError):
+                    os.fchown(handle, info.st_uid, info.st_gid)
+            with contextlib.suppress(OSError):  # the umask narrowed the mode the store has
+                os.chmod(f"{path}{suffix}", info.st_mode & 0o666)
+        finally:
+            os.close(handle)
+
+
 def _initialise(db: sqlite3.Connection) -> None:
     """Mark an empty database as a zotsync store and give it the whole schema, in one transaction."""
     db.execute("BEGIN IMMEDIATE")
@@ -71,6 +106,9 @@ class Store:
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+        except sqlite3.Error as exc:  # a read-only open fails here, at its first read
+            self._db.close()
+            raise StoreError(f"cannot open the store {path}: {self._open_problem(exc)}") from exc
         except BaseException:
             self._db.close()
             raise
@@ -97,8 +135,33 @@ class Store:
         db.execute("PRAGMA synchronous = NORMAL")
         return db
 
+    def _open_problem(self, exc: sqlite3.Error) -> str:
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        if self.readonly and name in (
+            "SQLITE_READONLY_DIRECTORY",
+            "SQLITE_READONLY_CANTINIT",
+            "SQLITE_CANTOPEN",
+        ):
+            # A WAL database is read through its -wal and -shm files, and this reader can neither read
+            # them nor make them beside the store (see `_leave_wal_files`).
+            wal_files = [Path(f"{self.path}{suffix}") for suffix in ("-wal", "-shm")]
+            if all(p.exists() for p in wal_files) and not all(os.access(p, os.R_OK) for p in wal_files):
+                return (
+                    "this user may not read its -wal and -shm files, which SQLite needs to read it; give "
+                    "them the store's permissions, or run `zotsync pull` once as the store's owner, which "
+                    f"makes them anew with those (SQLite: {exc})"
+                )
+            return (
+                "its -wal and -shm files are missing and its folder is not writable, so SQLite cannot "
+                "make the ones a reader needs; run `zotsync pull` once as the store's owner, which leaves "
+                f"them there (SQLite: {exc})"
+            )
+        return cause(exc)
+
     def close(self) -> None:
         self._db.close()
+        if not self.readonly and str(self.path) != ":memory:":
+            _leave_wal_files(self.path)
 
     def __enter__(self) -> Store:
         return self
