@@ -14,7 +14,15 @@ from . import catalog_edit, digest, fingerprint, normalize
 from .catalog import CatalogueFile, load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
-from .export import RENDERERS, SHOWS_ZOTERO_LINKS, Page, read_regular, write_atomically
+from .export import (
+    RENDERERS,
+    SHOWS_ZOTERO_LINKS,
+    FileVersion,
+    Page,
+    read_regular,
+    read_version,
+    write_atomically,
+)
 from .gcpause import bulk_phase
 from .model import Catalogue, CatalogueEntry, Item, Library, Placement, in_collections
 from .reconcile import MatchResult, Options, Reconciliation, reconcile
@@ -319,7 +327,7 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
     """Record the curator's match: `zotero_key` on every placement of the entry titled `target` (or
     pinned to the key `target`). Holds the run lock, so a concurrent sync never reads half an edit."""
     with exclusive_lock(config.store), open_store(config, must_exist=True) as store, bulk_phase():
-        doc = _read_catalogue(config)
+        doc, version = _read_catalogue(config)
         catalogue = doc.catalogue
         merged = merge(config, catalogue, store)
         item = _regular_item(merged.library.items, zotero_key)
@@ -340,7 +348,7 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
             for key, matched in matches.by_title.items()
             if matched.key == item.key and key != wanted
         ]
-        written = write_atomically(config.catalog, result.text)
+        written = write_atomically(config.catalog, result.text, edit_of=version)
     where = ", ".join(f"'{c}'" for c in result.categories)
     if not written:
         messages.append(f"'{result.title}' is already pinned to {item.key}; {config.catalog} unchanged")
@@ -356,7 +364,7 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
 def adopt(config: Config, zotero_key: str, category: str, new_category: bool = False) -> CatalogueEdit:
     """Add a Zotero item to the catalogue as a new curated entry at the end of `category`."""
     with exclusive_lock(config.store), open_store(config, must_exist=True) as store, bulk_phase():
-        doc = _read_catalogue(config, for_adopt=True)
+        doc, version = _read_catalogue(config, for_adopt=True)
         catalogue = doc.catalogue
         # a mistyped category fails before the library is loaded, with the names it may have meant
         catalog_edit.check_category([c.name for c in catalogue.categories], category, new_category)
@@ -371,7 +379,7 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
                     f"{item.key} is already in the catalogue under {places} as '{entries[0].title}'"
                 )
         result = catalog_edit.adopt(doc, category, item.title, item.key, create_category=new_category)
-        written = write_atomically(config.catalog, result.text)
+        written = write_atomically(config.catalog, result.text, edit_of=version)
     messages = []
     if result.created_category:
         messages.append(f"added the category '{result.categories[0]}' at the end of the catalogue")
@@ -390,17 +398,19 @@ def curated_titles(entries: Sequence[CatalogueEntry]) -> dict[str, str]:
     return titles
 
 
-def _read_catalogue(config: Config, for_adopt: bool = False) -> catalog_edit.Document:
+def _read_catalogue(config: Config, for_adopt: bool = False) -> tuple[catalog_edit.Document, FileVersion]:
     """The catalogue file parsed once, for matching and for the edit (its exact text, line endings kept,
-    so an edit keeps them)."""
+    so an edit keeps them), and the version of the file it was read from: reconciling takes seconds on
+    a large library, and the write must not replace what the curator saves meanwhile."""
     if not config.catalog.exists():
         load_catalogue(config.catalog, config.path)  # the usual error, naming the config's line
     try:
-        text = config.catalog.read_bytes().decode("utf-8")
+        version = read_version(config.catalog)
+        text = version.data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problem = unreadable(config.catalog, exc)
         raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {problem}") from exc
-    return catalog_edit.Document(text, str(config.catalog), for_adopt=for_adopt)
+    return catalog_edit.Document(text, str(config.catalog), for_adopt=for_adopt), version
 
 
 def _regular_item(items: Sequence[Item], key: str) -> Item:

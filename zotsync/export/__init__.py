@@ -37,13 +37,44 @@ RENDERERS: dict[str, Renderer] = {
 SHOWS_ZOTERO_LINKS = frozenset({"md"})
 
 
-def write_atomically(path: Path, text: str) -> bool:
+@dataclass(frozen=True, slots=True)
+class FileVersion:
+    """A file's bytes and which file held them, as read: what an edit of it was made from."""
+
+    data: bytes
+    device: int
+    inode: int
+
+
+def read_version(path: Path, follow_links: bool = True) -> FileVersion:
+    """The bytes of `path` and the identity of the file they came from, read through one open file, so
+    that the two belong together. Raises OSError (IsADirectoryError for a folder) as reading does."""
+    flags = os.O_RDONLY | _NONBLOCK | getattr(os, "O_BINARY", 0)  # a FIFO cannot hang the open
+    flags |= 0 if follow_links else getattr(os, "O_NOFOLLOW", 0)
+    with open(os.open(path, flags), "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "it is not a regular file", str(path))
+        return FileVersion(stream.read(), info.st_dev, info.st_ino)
+
+
+def write_atomically(path: Path, text: str, *, edit_of: FileVersion | None = None) -> bool:
     """Replace `path` in one rename so a killed run never leaves half a file; skip identical content
-    so an unchanged catalogue keeps its file (and its mtime) untouched. Returns whether it wrote.
+    so an unchanged catalogue keeps its file (and its mtime) untouched. Returns whether it wrote. The
+    new file keeps the old one's mode, and its owner and group where the OS lets this user give them.
 
     Only a regular file (or nothing) is replaced. A character device or FIFO (`/dev/null`, `/dev/stdout`,
     a named pipe), even behind a link, is written to directly; anything else is refused, a symbolic link
-    to a file included: zotsync neither replaces a link nor writes through one to a file it may not own."""
+    to a file included: zotsync neither replaces a link nor writes through one to a file it may not own.
+
+    `edit_of`: the text is an edit of the file as it was read (`read_version`), a file the user keeps
+    (the catalogue). It replaces the file only if, just before the rename, that is still the same file
+    holding the same bytes: anything saved meanwhile is kept and the write refused (compare and swap).
+    It refuses, too, a file this user may not write (a rename would replace it anyway, given a writable
+    folder) and a file with several hard links (a rename would leave the other names with the old
+    text)."""
     data = text.encode("utf-8")
     try:
         info = _lstat(path)
@@ -55,17 +86,28 @@ def write_atomically(path: Path, text: str) -> bool:
             raise ExportError(_refusal(path, info))
         if info is not None and read_regular(path) == data:
             return False
+        if edit_of is not None:
+            _check_editable(path, info)
         path.parent.mkdir(parents=True, exist_ok=True)
         # mkstemp makes the file private; the result keeps the old file's mode, or gets the usual one.
         mode = info.st_mode & 0o7777 if info is not None else 0o666 & ~_umask()
         handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
+            if info is not None:
+                _keep_owner(temp, info)
             # By path, not os.fchmod, which Windows lacks; there it only sets or clears read-only.
             os.chmod(temp, mode)
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
                 stream.flush()
                 os.fsync(stream.fileno())
+            # As late as can be: what is saved between this check and the rename (microseconds) is the
+            # one save still lost; no editor takes a lock that would close that window.
+            if edit_of is not None and not _still(path, edit_of):
+                raise ExportError(
+                    f"{path} changed while zotsync was editing it (saved, replaced or removed by another "
+                    "program); nothing written, so that change is kept — run the command again"
+                )
             os.replace(temp, path)
         except BaseException:
             Path(temp).unlink(missing_ok=True)
@@ -73,6 +115,46 @@ def write_atomically(path: Path, text: str) -> bool:
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return True
+
+
+def _check_editable(path: Path, info: os.stat_result | None) -> None:
+    if info is None:
+        return  # gone: `_still` refuses it
+    effective = {"effective_ids": True} if os.access in os.supports_effective_ids else {}
+    if not os.access(path, os.W_OK, **effective):  # root may write any file: only a user is refused
+        raise ExportError(
+            f"cannot write {path}: this user may not write it (mode {stat.S_IMODE(info.st_mode):o}), and "
+            "zotsync does not replace a file it may not write; nothing written"
+        )
+    if info.st_nlink > 1:
+        raise ExportError(
+            f"cannot write {path}: it has {info.st_nlink} hard links, and replacing it would leave the "
+            "other names with the old text; nothing written — edit it by hand, or remove the other links"
+        )
+
+
+def _still(path: Path, seen: FileVersion) -> bool:
+    """Whether `path` is still the file `seen` was read from, holding the same bytes."""
+    try:
+        return read_version(path, follow_links=False) == seen
+    except OSError:  # removed, or a link or something else in its place
+        return False
+
+
+def _keep_owner(temp: str, info: os.stat_result) -> None:
+    """Give the new file the old one's owner and group, as far as this user may: root may give both
+    (so a run as root leaves a user's file theirs), another user only a group they belong to."""
+    if not hasattr(os, "chown"):  # Windows
+        return
+    mine = os.stat(temp)
+    if (mine.st_uid, mine.st_gid) == (info.st_uid, info.st_gid):
+        return
+    for uid, gid in ((info.st_uid, info.st_gid), (-1, info.st_gid)):
+        try:
+            os.chown(temp, uid, gid)
+            return
+        except OSError:
+            continue
 
 
 def read_regular(path: Path) -> bytes | None:
