@@ -5,7 +5,9 @@ not write. CI runs as root, whom permissions do not bind, so the commands run as
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -132,3 +134,83 @@ def test_wal_files_the_user_may_not_read_are_one_line(shared_store: tuple[Path, 
         "which SQLite needs to read it; give them the store's permissions, or run `zotsync pull` once as "
         "the store's owner, which makes them anew with those (SQLite: unable to open database file)"
     ]
+
+
+# -- a catalogue pin and adopt may not replace --------------------------------------------------------
+
+UNCURATED = "57V8YMZM"  # in the demo library, claimed by no catalogue entry
+EDITS = (("adopt", UNCURATED, "--category", "Compiler"), ("pin", "The tensor algebra compiler", "ACQ3YSAF"))
+
+
+def identity(path: Path) -> tuple[bytes, int, int, int, int]:
+    info = path.stat()
+    return path.read_bytes(), info.st_ino, info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=["adopt", "pin"])
+def test_a_catalogue_the_user_may_not_write_is_refused_not_replaced(
+    reachable_folder: Path,  # noqa: F811
+    run: Callable[..., Run],
+    edit: tuple[str, ...],
+) -> None:
+    # Mode 444 and, under root, owned by root: the user may write the folder (so a rename would go
+    # through), the store and the lock, but not the catalogue itself.
+    config = demo_project(reachable_folder)
+    assert run("--config", str(config), "-q", "pull").code == 0
+    unprivileged.give_away(reachable_folder)
+    catalog = reachable_folder / "seeds" / "catalog.yaml"
+    if IS_ROOT:
+        os.chown(catalog, 0, 0)
+    catalog.chmod(0o444)
+    before = identity(catalog)
+    result = unprivileged.zotsync(reachable_folder, *edit, "--config", str(config))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"zotsync: error: cannot write {catalog}: this user may not write it (mode 444), and zotsync does "
+        "not replace a file it may not write; nothing written"
+    ]
+    assert identity(catalog) == before  # same file, bytes, owner and mode
+    assert sorted(p.name for p in catalog.parent.iterdir()) == ["catalog.yaml", "zotero-library.json"]
+
+
+@pytest.fixture
+def synced(project: Path, run: Callable[..., Run]) -> Path:
+    assert run("-q", "--config", str(project / "config" / "zotsync.yaml"), "pull").code == 0
+    return project
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=["adopt", "pin"])
+def test_a_catalogue_with_a_second_hard_link_is_refused(synced: Path, run, edit: tuple[str, ...]) -> None:
+    # A rename would give the catalogue's name a new file and leave the other name with the old text.
+    catalog = synced / "seeds" / "catalog.yaml"
+    other = synced / "reading-list.yaml"
+    os.link(catalog, other)
+    before = catalog.read_bytes()
+    result = run("--config", str(synced / "config" / "zotsync.yaml"), *edit)
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        f"zotsync: error: cannot write {catalog}: it has 2 hard links, and replacing it would leave the "
+        "other names with the old text; nothing written — edit it by hand, or remove the other links"
+    ]
+    assert catalog.read_bytes() == other.read_bytes() == before
+    assert catalog.stat().st_ino == other.stat().st_ino
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=["adopt", "pin"])
+def test_an_edit_keeps_the_catalogues_owner_group_and_mode(synced: Path, run, edit: tuple[str, ...]) -> None:
+    # Run by root (as CI does), the catalogue stays its user's instead of becoming root's; run by its
+    # owner, the owner's mode stays.
+    catalog = synced / "seeds" / "catalog.yaml"
+    if IS_ROOT:
+        import pwd
+
+        nobody = pwd.getpwnam("nobody")
+        os.chown(catalog, nobody.pw_uid, nobody.pw_gid)
+    catalog.chmod(0o640)
+    _, inode, uid, gid, mode = identity(catalog)
+    result = run("--config", str(synced / "config" / "zotsync.yaml"), *edit)
+    assert result.code == 0, result.err
+    text, new_inode, *kept = identity(catalog)
+    key = edit[1] if edit[0] == "adopt" else edit[2]
+    assert new_inode != inode and key.encode() in text  # replaced, with the edit
+    assert kept == [uid, gid, mode]

@@ -43,6 +43,18 @@ def _prefix() -> tuple[str, ...] | None:
     return None
 
 
+def give_away(folder: Path) -> None:
+    """Make `folder` and everything in it the unprivileged user's, so that its commands may write there
+    (nothing to do when that user runs the tests)."""
+    if not IS_ROOT:
+        return
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, nobody.pw_uid, nobody.pw_gid, follow_symlinks=False)
+
+
 def _environment(home: Path) -> dict[str, str]:
     return {**os.environ, "HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1"}
 
