@@ -10,6 +10,8 @@ import pytest
 
 from zotsync.config import config_keys, find_config, user_config_path
 
+ROOT = Path(__file__).resolve().parent.parent
+
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
 
@@ -132,22 +134,22 @@ def test_config_keys_lists_every_section_and_leaf() -> None:
         assert key in keys
 
 
-def test_the_key_schema_and_the_typed_config_are_one_model() -> None:
-    """Every key the file accepts is a field of the typed config and back, so config_keys() (what the
-    docs test compares with docs/configuration.md) cannot drift from what the code reads."""
-    import dataclasses
+def test_the_published_json_schema_is_the_models() -> None:
+    """docs/zotsync.schema.json (for an editor's checks and completion) is what the typed config
+    yields: regenerate it with `python -c "import json, zotsync.config as c;
+    print(json.dumps(c.json_schema(), indent=2, ensure_ascii=False))" > docs/zotsync.schema.json`."""
+    import json
 
-    from zotsync import config
+    from zotsync.config import json_schema
 
-    def fields(cls: type) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls)]
-
-    assert [*config.SCHEMA] == [name for name in fields(config.Config) if name != "path"]
-    hints = {f.name: f.type for f in dataclasses.fields(config.Config)}
-    for section, keys in config.SCHEMA.items():
-        if isinstance(keys, dict):
-            typed = getattr(config, str(hints[section]))
-            assert list(keys) == fields(typed), section
+    published = json.loads((ROOT / "docs" / "zotsync.schema.json").read_text(encoding="utf-8"))
+    assert published == json_schema()
+    properties = published["properties"]
+    keys = [
+        *properties,
+        *(f"{name}.{leaf}" for name, spec in properties.items() for leaf in spec.get("properties", {})),
+    ]
+    assert sorted(keys) == sorted(config_keys())
 
 
 @pytest.mark.parametrize("how", ["option", "env"])

@@ -1,9 +1,17 @@
-"""Typed configuration: the YAML file, then environment overrides, validated into one clear message."""
+"""Typed configuration: the YAML file, then environment overrides, validated into one clear message.
+
+One model: each section is a frozen dataclass whose fields are its keys, declared with `setting(…)`:
+the default, how a YAML value becomes the field's value (and the message when it cannot), and the line
+the reference (docs/configuration.md) and the JSON Schema (`json_schema`) give it. The accepted keys,
+"did you mean" for a typo, the defaults and the schema all come from those fields.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +28,8 @@ CONFIG_NAME = "zotsync.yaml"
 SOURCE_TYPES = ("snapshot", "web", "local")
 FORMATS = ("md", "csv")
 DEFAULT_BASE_URL = "https://api.zotero.org"
-DEFAULT_READ_TAGS = ("status/read", "_read", "✅")
 DEFAULT_DEADLINE = 600.0  # seconds a pull may take before it gives up: an unattended run always ends
 MAX_DEADLINE = 86400.0
-DEFAULT_MAX_REMOVAL = 0.3  # the safety valve: the share of the page a pull may remove unasked
 
 ENV_OVERRIDES = {
     "ZOTERO_API_KEY": "api_key",
@@ -32,38 +38,135 @@ ENV_OVERRIDES = {
     "ZOTERO_API_BASE": "base_url",
 }
 
-# Every key the file may hold; anything else is a typo the user should hear about.
-SCHEMA: dict[str, Any] = {
-    "source": {
-        "type": None,
-        "path": None,
-        "library_type": None,
-        "library_id": None,
-        "api_key": None,
-        "base_url": None,
-    },
-    "catalog": None,
-    "store": None,
-    "exports": {"dir": None, "formats": None, "archive_link": None, "language": None, "labels": None},
-    "reconcile": {
-        "read_tags": None,
-        "abbreviate_venues": None,
-        "venues": None,
-        "inbox_collections": None,
-        "inbox_tags": None,
-    },
-    "sync": {"deadline": None, "max_removal": None},
-}
+
+# -- how a key is read ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One value being read: where it is (for `file:line` messages) and what the section read so far."""
+
+    path: Path  # the config file
+    section: Mapping[str, Any]  # the YAML mapping the key is in
+    key: str
+    name: str  # dotted: `exports.formats`
+    earlier: Mapping[str, Any]  # the section's fields read before this one
+
+    def fail(self, problem: str) -> ConfigError:
+        """`file:line: config key 'name' <problem>`."""
+        return ConfigError(f"{where(self.path, self.section, self.key)}: config key '{self.name}' {problem}")
+
+    def local(self, value: str) -> Path:
+        """A path as written, relative to the config's folder."""
+        return (self.path.parent / Path(value).expanduser()).resolve()
+
+
+Parse = Callable[[Reading, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    parse: Parse
+    doc: str
+    schema: Mapping[str, Any]  # its JSON Schema
+
+
+def setting(default: Any, parse: Parse, doc: str, schema: Mapping[str, Any], factory: bool = False) -> Any:
+    """A config key: a dataclass field with its default and how to read it."""
+    metadata = {"key": Key(parse, doc, schema)}
+    if factory:
+        return field(default_factory=default, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def _text(reading: Reading, value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise reading.fail("must be a string")
+    text = text_of(reading.section, reading.key)  # as typed: `010` stays `010`
+    return text if text is not None else str(value)
+
+
+def text(default: str, doc: str) -> Any:
+    return setting(default, lambda r, v: _text(r, v) or default, doc, {"type": "string"})
+
+
+def choice(default: str, choices: Sequence[str], doc: str) -> Any:
+    def parse(reading: Reading, value: Any) -> str:
+        chosen = _text(reading, value) or default
+        if chosen not in choices:
+            raise reading.fail(f"must be one of {', '.join(choices)}, not '{chosen}'")
+        return chosen
+
+    return setting(default, parse, doc, {"type": "string", "enum": list(choices)})
+
+
+def local_path(default: str | None, doc: str) -> Any:
+    """A path, relative to the config's folder (the default too)."""
+
+    def parse(reading: Reading, value: Any) -> Path | None:
+        written = _text(reading, value) or default
+        return reading.local(written) if written else None
+
+    return setting(Path(default) if default else None, parse, doc, {"type": "string"})
+
+
+def flag(default: bool, doc: str) -> Any:
+    def parse(reading: Reading, value: Any) -> bool:
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise reading.fail("must be true or false")
+        return value
+
+    return setting(default, parse, doc, {"type": "boolean"})
+
+
+def names(default: tuple[str, ...], doc: str) -> Any:
+    def parse(reading: Reading, value: Any) -> tuple[str, ...]:
+        if value is None:
+            return default
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise reading.fail("must be a list of names")
+        return tuple(value)
+
+    return setting(default, parse, doc, {"type": "array", "items": {"type": "string"}})
+
+
+def number(default: float, low: float, high: float, doc: str, problem: str, above_low: bool = False) -> Any:
+    """A number from `low` to `high` (above `low`, not at it, with `above_low`); `problem` completes the
+    message for any other value."""
+
+    def parse(reading: Reading, value: Any) -> float:
+        if value is None:
+            return default
+        numeric = isinstance(value, int | float) and not isinstance(value, bool)
+        if not numeric or not (value > low if above_low else value >= low) or value > high:
+            raise reading.fail(problem)
+        return float(value)
+
+    bound = "exclusiveMinimum" if above_low else "minimum"
+    return setting(default, parse, doc, {"type": "number", bound: low, "maximum": high})
+
+
+# -- the sections ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class SourceConfig:
-    type: str = "snapshot"
-    path: Path | None = None
-    library_type: str = "user"
-    library_id: str = ""
-    api_key: str = field(default="", repr=False)  # never shown, not even in a repr
-    base_url: str = DEFAULT_BASE_URL
+    type: str = choice("snapshot", SOURCE_TYPES, "where the library comes from: snapshot, web or local")
+    path: Path | None = local_path(
+        None, "snapshot: the JSON file; local: the Zotero data folder or zotero.sqlite"
+    )
+    library_type: str = choice("user", ("user", "group"), "web and local: user or group")
+    library_id: str = text("", "web: the userID or the group's id; local: the group's id for a group")
+    api_key: str = field(
+        default="",
+        repr=False,  # never shown, not even in a repr
+        metadata={"key": Key(_text, "web: a Zotero API key (ZOTERO_API_KEY overrides)", {"type": "string"})},
+    )
+    base_url: str = text(DEFAULT_BASE_URL, "web: another base URL; local: the desktop's local API")
 
     @property
     def local_api(self) -> bool:
@@ -73,37 +176,141 @@ class SourceConfig:
 
 @dataclass(frozen=True, slots=True)
 class ExportsConfig:
-    dir: Path
-    formats: tuple[str, ...] = FORMATS
-    archive_link: str = ""  # template for the 归档标签 link of rows without curated links; {key} = item key
-    language: str = DEFAULT_LANGUAGE  # the built-in words of the Markdown page
-    labels: Labels = field(default_factory=labels_for)  # those words, with exports.labels applied
+    dir: Path = local_path("exports", "the folder the exports are written to")
+    formats: tuple[str, ...] = setting(
+        FORMATS,
+        lambda r, v: _formats(r, v),
+        "the formats `sync` writes",
+        {"type": "array", "items": {"type": "string", "enum": list(FORMATS)}},
+    )
+    archive_link: str = text("", "a link every Zotero row gets; {key} is the item key")
+    language: str = choice(DEFAULT_LANGUAGE, LANGUAGES, "the built-in words of the page: en or zh")
+    labels: Labels = setting(
+        labels_for,
+        lambda r, v: _labels(r, v),
+        "single words of the page, e.g. {no_venue: venue unknown}",
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        factory=True,
+    )
+
+
+def _formats(reading: Reading, value: Any) -> tuple[str, ...]:
+    formats = list(FORMATS) if value is None else [value] if isinstance(value, str) else value
+    if not isinstance(formats, list) or any(f not in FORMATS for f in formats):
+        raise reading.fail(f"must list some of {', '.join(FORMATS)}")
+    return tuple(dict.fromkeys(formats))
+
+
+def _labels(reading: Reading, value: Any) -> Labels:
+    language = reading.earlier.get("language", DEFAULT_LANGUAGE)
+    overrides = value or {}
+    if not isinstance(overrides, dict):
+        raise reading.fail("must map label names to text")
+    try:
+        return labels_for(language, {name: text_of(overrides, name) for name in overrides})
+    except LabelError as exc:
+        raise ConfigError(
+            f"{where(reading.path, overrides, exc.name)}: config key 'exports.labels': {exc}"
+        ) from None
+
+
+DEFAULT_READ_TAGS = ("status/read", "_read", "✅")
 
 
 @dataclass(frozen=True, slots=True)
 class ReconcileConfig:
-    read_tags: tuple[str, ...] = DEFAULT_READ_TAGS
-    abbreviate_venues: bool = True  # PLDI'21 instead of the full proceedings title
-    venues: Path | None = None  # the user's venue abbreviations, on top of the shipped table
-    inbox_collections: tuple[str, ...] = ()  # collection paths whose uncurated items `status` lists
-    inbox_tags: tuple[str, ...] = ()
+    read_tags: tuple[str, ...] = names(DEFAULT_READ_TAGS, "Zotero tags that mean read")
+    abbreviate_venues: bool = flag(True, "PLDI'21 instead of the full proceedings title")
+    venues: Path | None = local_path(None, "your venue abbreviations, on top of the shipped table")
+    inbox_collections: tuple[str, ...] = names((), "collection paths whose uncurated items `status` lists")
+    inbox_tags: tuple[str, ...] = names((), "tags whose uncurated items `status` lists")
 
 
 @dataclass(frozen=True, slots=True)
 class SyncConfig:
-    deadline: float = DEFAULT_DEADLINE  # seconds; a pull still running then fails, the store untouched
-    max_removal: float = DEFAULT_MAX_REMOVAL  # a pull removing more of the page is refused (--force)
+    deadline: float = number(
+        DEFAULT_DEADLINE,
+        0,
+        MAX_DEADLINE,
+        "seconds a pull may take; a pull still running then fails, the store untouched",
+        f"must be a number of seconds above 0 and at most {MAX_DEADLINE:.0f}",
+        above_low=True,
+    )
+    max_removal: float = number(
+        0.3,
+        0,
+        1,
+        "the safety valve: the share of the page's items a pull may remove unasked (--force)",
+        "must be a share from 0 to 1 (0.3 lets a pull remove up to 30% of the page's Zotero items)",
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    path: Path
+    path: Path  # the file itself, not a key
     source: SourceConfig
-    catalog: Path
-    store: Path
-    exports: ExportsConfig
-    reconcile: ReconcileConfig = ReconcileConfig()
-    sync: SyncConfig = SyncConfig()
+    catalog: Path = local_path(None, "the curated catalogue (YAML)")  # required: load_config checks
+    store: Path = local_path(".zotsync/zotsync.sqlite", "the store (SQLite)")
+    exports: ExportsConfig = field(default_factory=ExportsConfig)
+    reconcile: ReconcileConfig = field(default_factory=ReconcileConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
+
+
+SECTIONS: dict[str, type] = {
+    "source": SourceConfig,
+    "exports": ExportsConfig,
+    "reconcile": ReconcileConfig,
+    "sync": SyncConfig,
+}
+_TOP_LEVEL = ("catalog", "store")  # keys of Config itself
+
+
+def _key(cls: type, name: str) -> Key:
+    return next(f.metadata["key"] for f in dataclasses.fields(cls) if f.name == name)
+
+
+def _keys_of(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if "key" in f.metadata]
+
+
+def config_keys() -> list[str]:
+    """Every key the config file accepts, dotted (`source.type`), in the model's order: what
+    docs/configuration.md must document."""
+    keys = []
+    for name in [f.name for f in dataclasses.fields(Config) if f.name != "path"]:
+        keys.append(name)
+        if name in SECTIONS:
+            keys += [f"{name}.{leaf}" for leaf in _keys_of(SECTIONS[name])]
+    return keys
+
+
+def json_schema() -> dict[str, Any]:
+    """The config file's JSON Schema (draft 2020-12), from the same model: for an editor's completion
+    and checks (docs/zotsync.schema.json)."""
+
+    def properties(cls: type) -> dict[str, Any]:
+        return {
+            f.name: {**f.metadata["key"].schema, "description": f.metadata["key"].doc}
+            for f in dataclasses.fields(cls)
+            if "key" in f.metadata
+        }
+
+    top = {name: properties(Config)[name] for name in _TOP_LEVEL}
+    sections = {
+        name: {"type": "object", "additionalProperties": False, "properties": properties(cls)}
+        for name, cls in SECTIONS.items()
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "zotsync configuration",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["source", "catalog"],
+        "properties": {"source": sections.pop("source"), **top, **sections},
+    }
+
+
+# -- finding and loading --------------------------------------------------------------------------------
 
 
 def user_config_path() -> Path:
@@ -153,29 +360,40 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the config must be a mapping of keys")
-    _check_keys(path, raw, SCHEMA, "")
-    return _build(path, raw, os.environ if environ is None else environ)
+    _check_keys(path, raw)
+    source = _source(path, raw, os.environ if environ is None else environ)
+    catalog = _read(path, raw, "catalog", "catalog", _key(Config, "catalog"), {})
+    if catalog is None:
+        raise ConfigError(f"{path}: missing config key 'catalog' (the curated catalogue YAML)")
+    sections = {name: _section(path, raw, name, cls) for name, cls in SECTIONS.items() if name != "source"}
+    store = _read(path, raw, "store", "store", _key(Config, "store"), {})
+    return Config(path=path, source=source, catalog=catalog, store=store, **sections)
 
 
-def config_keys(schema: Mapping[str, Any] = SCHEMA, prefix: str = "") -> list[str]:
-    """Every key the config file accepts, dotted (`source.type`), in SCHEMA's order: what
-    docs/configuration.md must document."""
-    keys = []
-    for key, sub in schema.items():
-        keys.append(prefix + key)
-        if isinstance(sub, dict):
-            keys += config_keys(sub, f"{prefix}{key}.")
-    return keys
+def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
+    """Unknown keys (typos, a key in the wrong section) and sections that are not mappings."""
+    for key, value in raw.items():
+        if key not in SECTIONS and key not in _TOP_LEVEL:
+            raise ConfigError(f"{where(path, raw, key)}: unknown config key '{key}'{_did_you_mean(key)}")
+        if key not in SECTIONS or value is None:
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where(path, raw, key)}: config key '{key}' must be a mapping")
+        known = _keys_of(SECTIONS[key])
+        for leaf in value:
+            if leaf not in known:
+                name = f"{key}.{leaf}"
+                raise ConfigError(
+                    f"{where(path, value, leaf)}: unknown config key '{name}'{_did_you_mean(name)}"
+                )
 
 
 def _did_you_mean(name: str) -> str:
     """` (did you mean 'source.library_id'?)` for a typo, or for a key put in the wrong section."""
-    import difflib
-
     parent, _, leaf = name.rpartition(".")
     known = [key.rpartition(".") for key in config_keys()]
-    siblings = {k_leaf: k_parent for k_parent, _, k_leaf in known if k_parent == parent}
-    near = difflib.get_close_matches(leaf, list(siblings), n=1, cutoff=0.6)
+    siblings = [k_leaf for k_parent, _, k_leaf in known if k_parent == parent]
+    near = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.6)
     if near:
         return f" (did you mean '{f'{parent}.' if parent else ''}{near[0]}'?)"
     moved = [
@@ -184,35 +402,29 @@ def _did_you_mean(name: str) -> str:
     return f" (did you mean '{moved[0]}'?)" if moved else ""
 
 
-def _check_keys(path: Path, raw: Mapping[str, Any], schema: Mapping[str, Any], prefix: str) -> None:
-    for key, value in raw.items():
-        name = f"{prefix}{key}"
-        if key not in schema:
-            raise ConfigError(f"{where(path, raw, key)}: unknown config key '{name}'{_did_you_mean(name)}")
-        if isinstance(schema[key], dict):
-            if value is None:
-                continue
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where(path, raw, key)}: config key '{name}' must be a mapping")
-            _check_keys(path, value, schema[key], name + ".")
+def _read(
+    path: Path, section: Mapping[str, Any], key: str, name: str, spec: Key, earlier: dict[str, Any]
+) -> Any:
+    return spec.parse(Reading(path, section, key, name, earlier), section.get(key))
 
 
-def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Config:
-    base = path.parent
+def _section(path: Path, raw: Mapping[str, Any], name: str, cls: type) -> Any:
+    """A section's every key, read from the file or (absent) from its default, in the model's order."""
+    section = raw.get(name) or {}
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        values[f.name] = _read(path, section, f.name, f"{name}.{f.name}", f.metadata["key"], values)
+    return cls(**values)
 
-    def text(section: Mapping[str, Any], key: str, name: str, default: str = "") -> str:
-        value = section.get(key, default)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise ConfigError(f"{where(path, section, key)}: config key '{name}' must be a string")
-        return str(value)
 
-    def local(value: str) -> Path:
-        return (base / Path(value).expanduser()).resolve() if value else base
-
+def _source(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> SourceConfig:
+    """The source section with the environment's overrides, checked as a whole: what each source type
+    needs, and the messages point at where the user wrote the value (a line, or a variable)."""
     src = raw.get("source") or {}
-    values = {key: text(src, key, f"source.{key}") for key in SCHEMA["source"]}
+    values = {
+        key: _text(Reading(path, src, key, f"source.{key}", {}), src.get(key))
+        for key in _keys_of(SourceConfig)
+    }
     from_env: dict[str, str] = {}  # source key → the environment variable that set it
     for variable, key in ENV_OVERRIDES.items():
         if environ.get(variable):
@@ -238,12 +450,9 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
             f"{what}: set source.type (web, local or snapshot) and where the library is "
             "(`zotsync init` writes a commented config; docs/configuration.md)"
         )
-    kind = values["type"] or "snapshot"
-    if kind not in SOURCE_TYPES:
-        raise ConfigError(
-            f"{where(path, src, 'type')}: config key 'source.type' must be one of "
-            f"{', '.join(SOURCE_TYPES)}, not '{kind}'"
-        )
+    kind = _key(SourceConfig, "type").parse(
+        Reading(path, src, "type", "source.type", {}), values["type"] or None
+    )
     library_type = values["library_type"] or "user"
     if library_type not in ("user", "group"):
         raise ConfigError(f"{named('library_type')} must be user or group, not '{library_type}'")
@@ -271,88 +480,14 @@ def _build(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> Co
     if kind == "web" and not values["library_id"].isdigit():
         at = path if "library_id" in from_env else where(path, src, "library_id")
         raise ConfigError(f"{at}: source.type web needs a numeric 'source.library_id' (or ZOTERO_LIBRARY_ID)")
-    source = SourceConfig(
+    reading = Reading(path, src, "path", "source.path", {})
+    return SourceConfig(
         type=kind,
-        path=local(values["path"]) if values["path"] else None,
+        path=reading.local(values["path"]) if values["path"] else None,
         library_type=library_type,
         library_id=values["library_id"],
         api_key=api_key,
         base_url=(values["base_url"] or DEFAULT_BASE_URL).rstrip("/"),
-    )
-
-    catalog = text(raw, "catalog", "catalog")
-    if not catalog:
-        raise ConfigError(f"{path}: missing config key 'catalog' (the curated catalogue YAML)")
-
-    exports_raw = raw.get("exports") or {}
-    formats = exports_raw.get("formats", list(FORMATS))
-    if isinstance(formats, str):
-        formats = [formats]
-    if not isinstance(formats, list) or any(f not in FORMATS for f in formats):
-        raise ConfigError(
-            f"{where(path, exports_raw, 'formats')}: config key 'exports.formats' must list some of "
-            f"{', '.join(FORMATS)}"
-        )
-    language = text(exports_raw, "language", "exports.language", DEFAULT_LANGUAGE)
-    if language not in LANGUAGES:
-        raise ConfigError(
-            f"{where(path, exports_raw, 'language')}: config key 'exports.language' must be one of "
-            f"{', '.join(LANGUAGES)}, not '{language}'"
-        )
-    labels_raw = exports_raw.get("labels") or {}
-    if not isinstance(labels_raw, dict):
-        raise ConfigError(
-            f"{where(path, exports_raw, 'labels')}: config key 'exports.labels' must map label names to text"
-        )
-    try:
-        labels = labels_for(language, {name: text_of(labels_raw, name) for name in labels_raw})
-    except LabelError as exc:
-        raise ConfigError(
-            f"{where(path, labels_raw, exc.name)}: config key 'exports.labels': {exc}"
-        ) from None
-    exports = ExportsConfig(
-        dir=local(text(exports_raw, "dir", "exports.dir", "exports")),
-        formats=tuple(dict.fromkeys(formats)),
-        archive_link=text(exports_raw, "archive_link", "exports.archive_link"),
-        language=language,
-        labels=labels,
-    )
-
-    reconcile_raw = raw.get("reconcile") or {}
-
-    def names(key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
-        value = reconcile_raw.get(key, list(default))
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(
-                f"{where(path, reconcile_raw, key)}: config key 'reconcile.{key}' must be a list of names"
-            )
-        return tuple(value)
-
-    abbreviate = reconcile_raw.get("abbreviate_venues", True)
-    if not isinstance(abbreviate, bool):
-        raise ConfigError(
-            f"{where(path, reconcile_raw, 'abbreviate_venues')}: config key 'reconcile.abbreviate_venues' "
-            "must be true or false"
-        )
-    venues = text(reconcile_raw, "venues", "reconcile.venues")
-
-    return Config(
-        path=path,
-        source=source,
-        catalog=local(catalog),
-        store=local(text(raw, "store", "store", ".zotsync/zotsync.sqlite")),
-        exports=exports,
-        reconcile=ReconcileConfig(
-            read_tags=names("read_tags", DEFAULT_READ_TAGS),
-            abbreviate_venues=abbreviate,
-            venues=local(venues) if venues else None,
-            inbox_collections=names("inbox_collections"),
-            inbox_tags=names("inbox_tags"),
-        ),
-        sync=SyncConfig(
-            deadline=_deadline(path, raw.get("sync") or {}),
-            max_removal=_max_removal(path, raw.get("sync") or {}),
-        ),
     )
 
 
@@ -367,27 +502,3 @@ def _api_key(path: Path, section: Mapping[str, Any], raw: str) -> str:
             "whitespace or control characters inside it; a Zotero API key is one word of letters and digits"
         )
     return key
-
-
-def _deadline(path: Path, section: Mapping[str, Any]) -> float:
-    value = section.get("deadline", DEFAULT_DEADLINE)
-    if value is None:
-        return DEFAULT_DEADLINE
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_DEADLINE:
-        raise ConfigError(
-            f"{where(path, section, 'deadline')}: config key 'sync.deadline' must be a number of seconds "
-            f"above 0 and at most {MAX_DEADLINE:.0f}"
-        )
-    return float(value)
-
-
-def _max_removal(path: Path, section: Mapping[str, Any]) -> float:
-    value = section.get("max_removal", DEFAULT_MAX_REMOVAL)
-    if value is None:
-        return DEFAULT_MAX_REMOVAL
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ConfigError(
-            f"{where(path, section, 'max_removal')}: config key 'sync.max_removal' must be a share "
-            "from 0 to 1 (0.3 lets a pull remove up to 30% of the page's Zotero items)"
-        )
-    return float(value)
