@@ -11,7 +11,7 @@ import pytest
 
 from zotsync import app
 from zotsync.errors import ExportError
-from zotsync.export import read_version, write_atomically
+from zotsync.outputs import read_version, write_atomically
 
 UNCURATED = "57V8YMZM"  # in the demo library, claimed by no catalogue entry
 SAVED = "# a note the curator saved while zotsync was reconciling\n"

@@ -121,7 +121,7 @@ def test_atomic_writes_keep_a_files_mode_and_give_new_files_the_usual_one(tmp_pa
     import os
     import stat
 
-    from zotsync.export import write_atomically
+    from zotsync.outputs import write_atomically
 
     old_mask = os.umask(0o022)
     try:

@@ -59,7 +59,7 @@ def test_a_second_process_fails_at_once_while_the_lock_is_held(project: Path) ->
 
 def test_atomic_writes_keep_the_mode_without_os_fchmod(tmp_path: Path, monkeypatch) -> None:
     """Windows has no os.fchmod: a write must neither need it nor lose the file's mode where modes exist."""
-    from zotsync.export import write_atomically
+    from zotsync.outputs import write_atomically
 
     monkeypatch.delattr("os.fchmod", raising=False)
     path = tmp_path / "catalog.md"

@@ -14,17 +14,10 @@ from . import catalog_edit, digest, fingerprint, normalize
 from .catalog import CatalogueFile, load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
-from .export import (
-    RENDERERS,
-    SHOWS_ZOTERO_LINKS,
-    FileVersion,
-    Page,
-    read_regular,
-    read_version,
-    write_atomically,
-)
+from .export import RENDERERS, SHOWS_ZOTERO_LINKS, Page
 from .gcpause import bulk_phase
 from .model import Catalogue, CatalogueEntry, Item, Library, Placement, in_collections
+from .outputs import FileVersion, read_regular, read_version, write_atomically
 from .reconcile import MatchResult, Options, Reconciliation, reconcile
 from .reconcile.venue import load_venue_table
 from .sources import open_source

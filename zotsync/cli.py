@@ -260,7 +260,7 @@ def snapshot_command(state: _State, output: str) -> None:
 
 def _write_output(state: _State, text: str, output: str | Path) -> None:
     """`--output`: `-` is stdout; else the file, replaced atomically and only when it changes."""
-    from .export import write_atomically
+    from .outputs import write_atomically
 
     if output == "-":
         click.echo(text, nl=False)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, FileError
-from ..export import write_atomically
 from ..folders import cause, make_folders, remove_folders
+from ..outputs import write_atomically
 from . import cron, github, job_argv, log_dir, parse_every, schedule_of, systemd
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from pathlib import Path
 import platformdirs
 
 from ..errors import ZotsyncError
-from ..export import write_atomically
+from ..outputs import write_atomically
 from . import Every, fill, template
 
 NAMES = ("zotsync.service", "zotsync.timer")
