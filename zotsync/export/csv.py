@@ -32,9 +32,22 @@ COLUMNS = (
 )
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _TRIGGERS = frozenset(FORMULA_TRIGGERS)
+# What a spreadsheet may skip, or shows as nothing, before a formula's `=`: whitespace (line breaks
+# included) and the zero-width characters. A cell whose first other character is a trigger is a formula
+# to some importer (one that trims, or the user who deletes what looks like nothing).
+_BLANKS = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\xad\u061c\u1680\u180e"
+    + "".join(map(chr, range(0x2000, 0x2010)))  # the typographic spaces, zero-width ones, LRM, RLM
+    + "\u2028\u2029\u202f\u205f\u2060\u2061\u2062\u2063\u2064\u3000\ufeff"
+)
+_LOOK_CLOSER = _TRIGGERS | frozenset(_BLANKS)  # the first characters of a cell that may be a formula
 # A cell a spreadsheet or a terminal shows as the data it is: no control characters, no bidi overrides,
 # no bare CR (which CSV writers do not quote).
 _NEEDS_CLEANING = re.compile(f"[\r{DATA_CONTROLS}]")  # what strip_controls drops, and CR
+# The paths a `collections` cell lists at most: an item filed in 10,000 collections is 10,000 rows, and
+# each row listing every path made the file quadratic in the library (2.4 GB from a 2 MB snapshot).
+MAX_COLLECTIONS = 20
+MORE = "…"
 
 
 def render_csv(rows: Sequence[Placement]) -> str:
@@ -60,14 +73,28 @@ def _record(row: Placement) -> list[str]:
         "true" if row.noted else "false",
         row.zotero_key,
         "; ".join(row.tags),
-        "; ".join(row.collections),
+        collections_cell(row.collections),
     ]
-    # A spreadsheet would run `=cmd|…` as a formula; a leading `'` makes it text. Inline, not a call per
-    # cell (1.4M calls at 100k rows); every trigger is one character.
-    values = ["'" + value if value[:1] in _TRIGGERS else value for value in values]
     if _NEEDS_CLEANING.search("".join(values)):  # one search a row: most rows need nothing
         values = [one_line_ending(strip_controls(value)) for value in values]
-    return values
+    # A spreadsheet would run `=cmd|…` as a formula; a leading `'` makes it text. The guard looks at the
+    # text as it is written, after the cleaning above: a NUL or a bidi override dropped there must not
+    # uncover a formula behind the guard's back. Inline, not a call per cell (1.4M at 100k rows): only a
+    # cell that starts with a trigger or a blank is looked at closer.
+    return ["'" + value if value[:1] in _LOOK_CLOSER and is_formula(value) else value for value in values]
+
+
+def is_formula(value: str) -> bool:
+    """Whether a spreadsheet could read `value` as a formula: it starts with a trigger, or its first
+    character past the leading blanks is one."""
+    return value[:1] in _TRIGGERS or value.lstrip(_BLANKS)[:1] in _TRIGGERS
+
+
+def collections_cell(paths: tuple[str, ...]) -> str:
+    """The item's collection paths joined with `; `: at most `MAX_COLLECTIONS` of them, then `…`."""
+    if len(paths) <= MAX_COLLECTIONS:
+        return "; ".join(paths)
+    return "; ".join((*paths[:MAX_COLLECTIONS], MORE))
 
 
 def one_line_ending(value: str) -> str:
