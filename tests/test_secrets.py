@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from urllib.parse import quote, quote_plus
+
+import pytest
 
 from zotsync.secrets import RedactFilter, excerpt, redact, register
 
@@ -54,3 +57,56 @@ def test_an_excerpt_is_masked_before_it_is_cut_and_stays_on_one_line() -> None:
     shown = excerpt(body)
     assert "Cu7K3y" not in shown and "\n" not in shown and "\x1b" not in shown and "\u202e" not in shown
     assert len(shown) <= 80
+
+
+# -- a password in source.base_url (basic auth in front of a mirror) -----------------------------------
+PASSWORD = "pa:ss@w%rd-Qz7"  # percent-encoded in the URL; its `:`, `@` and `%` print differently encoded
+
+
+@pytest.mark.parametrize("given_as", ["config", "ZOTERO_API_BASE"])
+def test_a_password_in_the_base_url_is_masked_in_errors_and_the_log(
+    tmp_path: Path, zotero_api, run, fast_retries, monkeypatch, given_as: str
+) -> None:
+    from test_web_source import small_library, write_web_config
+
+    library = small_library()
+    library.public = True  # the key would not pass: basic auth takes the Authorization header
+    server = zotero_api(library)
+    address = server.url.removeprefix("http://")
+    with_password = f"http://reader:{quote(PASSWORD, safe='')}@{address}"
+    log = tmp_path / "zotsync.log"
+
+    def pull(library_id: str) -> tuple[int, str]:
+        if given_as == "config":
+            config = write_web_config(tmp_path, with_password, api_key=None, library_id=library_id)
+        else:
+            config = write_web_config(tmp_path, "https://api.zotero.org", api_key=None, library_id=library_id)
+            monkeypatch.setenv("ZOTERO_API_BASE", with_password)
+        result = run("--config", str(config), "--log-file", str(log), "pull")
+        return result.code, result.out + result.err
+
+    code, shown = pull("1234567")
+    assert code == 0, shown  # the password reaches the server: the mirror is read
+    store = (tmp_path / "store.sqlite").read_bytes()
+    code, not_found = pull("999")  # the 404 line names the server
+    server.stop()
+    unreachable_code, unreachable = pull("1234567")  # so does "cannot reach"
+    assert (code, unreachable_code) == (1, 1)
+    assert f"no library users/999 at http://***@{address}" in not_found
+    assert f"cannot reach http://***@{address}" in unreachable
+    written = shown + not_found + unreachable + log.read_text(encoding="utf-8")
+    assert "ERROR HTTP 404" in written and "ERROR Zotero API: cannot reach" in written
+    for form in (PASSWORD, quote(PASSWORD, safe=""), "w%rd-Qz7", "w%25rd-Qz7"):
+        assert form not in written, form
+        assert form.encode() not in store, form  # nor kept in the store's record of the source
+
+
+def test_a_short_url_password_is_masked_with_its_user() -> None:
+    from zotsync.secrets import register_url
+
+    register_url("https://me:pw1@mirror.example/zotero")
+    assert (
+        redact("cannot reach https://me:pw1@mirror.example/zotero")
+        == "cannot reach https://***@mirror.example/zotero"
+    )
+    assert redact("a pw1 on its own is no key") == "a pw1 on its own is no key"  # too short to mask alone

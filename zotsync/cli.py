@@ -23,7 +23,7 @@ import click
 
 from . import __version__, runlog
 from .errors import Interrupted, Terminated, ZotsyncError
-from .secrets import RedactFilter, redact, register
+from .secrets import RedactFilter, redact, register, register_url
 from .text import json_safe, one_line, one_line_each, printable
 
 if TYPE_CHECKING:
@@ -438,6 +438,7 @@ def _sigterm_unwinds() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     register(os.environ.get("ZOTERO_API_KEY"))
+    register_url(os.environ.get("ZOTERO_API_BASE"))
     state = _State()  # -v as click parsed it (`-qv`, after the command), not as a word of argv
     try:
         with _sigterm_unwinds():

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
-from .secrets import register
+from .secrets import register, register_url
 from .yamlio import load_yaml, text_of, where
 
 # Where a config is looked for when neither --config nor $ZOTSYNC_CONFIG names one, in order; the
@@ -430,6 +430,7 @@ def _source(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> S
         if environ.get(variable):
             values[key] = environ[variable]
             from_env[key] = variable
+    register_url(values["base_url"])  # a password in it is masked like the API key, from the start
 
     def named(key: str) -> str:
         """`file:line: config key 'source.x'`, or the environment variable when the value came from one:

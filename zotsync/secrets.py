@@ -8,10 +8,11 @@ braces: none should) is still not shown — in any of the forms a key takes in t
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 from .text import one_line
 
@@ -25,11 +26,11 @@ _lock = threading.Lock()
 _forms: list[str] = []  # every form of every secret, longest first (a longer form may hold a shorter one)
 
 
-def register(secret: str | None) -> None:
+def register(secret: str | None, shortest: int = MIN_SECRET) -> None:
     """Remember a secret for this run: from now on `redact` masks it, with and without its surrounding
-    whitespace, in every form it can be printed in. A value shorter than `MIN_SECRET` is no real key
+    whitespace, in every form it can be printed in. A value shorter than `shortest` is no real key
     and is not masked."""
-    if not secret or len(secret.strip()) < MIN_SECRET:
+    if not secret or len(secret.strip()) < max(shortest, 1):
         return
     found = set()
     for value in {secret, secret.strip()}:  # neither is empty: the stripped one has MIN_SECRET characters
@@ -45,6 +46,23 @@ def register(secret: str | None) -> None:
         }
     with _lock:
         _forms[:] = sorted(set(_forms) | found, key=len, reverse=True)
+
+
+def register_url(url: str | None) -> None:
+    """Remember the password of a URL's `user:password@` (a `source.base_url` behind basic auth): as
+    written and percent-decoded, the `user:password` pair whatever its length (its colon keeps it from
+    matching ordinary words), and the pair as an `Authorization: Basic` header carries it."""
+    try:
+        parts = urlsplit(url or "")
+        user, password = parts.username, parts.password
+    except ValueError:  # not a URL (a bad port): the config check says so, and nothing is in it to mask
+        return
+    if not password:
+        return
+    for name, secret in {(user or "", password), (unquote(user or ""), unquote(password))}:
+        register(secret)
+        register(f"{name}:{secret}", shortest=1)
+        register(base64.b64encode(f"{name}:{secret}".encode()).decode("ascii"))
 
 
 def redact(text: str) -> str:

@@ -36,7 +36,7 @@ from ..model import Changes, Collection, InvalidObject, Item, sane_version
 from ..net import Clock, HttpClient, Limits, Reply, RequestFailed, RequestPolicy, Transient, run_ahead
 from ..net import progress as progress_bar
 from ..net.transports import HttpxTransport
-from ..secrets import excerpt, register
+from ..secrets import excerpt, register, register_url
 from .base import Sink
 
 log = logging.getLogger("zotsync.web")
@@ -102,6 +102,7 @@ class WebSource:
         self.deadline = deadline
         self.policy = RequestPolicy(limits, clock)
         register(config.api_key)  # belt and braces: whatever this source logs is masked, CLI or not
+        register_url(config.base_url)
         base_url = config.base_url.rstrip("/")
         client = httpx2.Client(
             # A proxy from the environment must not capture a loopback test server or mirror.
@@ -134,8 +135,10 @@ class WebSource:
 
     @property
     def id(self) -> str:
+        """Where the library comes from, as the store keeps it: never with a password of the URL's (a new
+        password is the same library)."""
         kind = "local-api" if self.local else "web"
-        return f"{kind}:{self._base_url}/{self._library}"
+        return f"{kind}:{_without_credentials(self._base_url)}/{self._library}"
 
     @property
     def _library(self) -> str:
@@ -649,6 +652,11 @@ def _total_header(headers: Mapping[str, str], most: int) -> int | None:
             f"{most} objects (the largest Zotero libraries hold about 100,000); refusing to page through it"
         )
     return total
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def _is_loopback(url: str) -> bool:
