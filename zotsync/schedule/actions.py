@@ -19,12 +19,13 @@ if TYPE_CHECKING:
 def install(state: Any, every: str | None, cron_expression: str | None, systemd_timer: bool) -> None:
     config = state.config  # a broken config fails now, not at the first scheduled run
     logs = log_dir()
+    argv = job_argv(config.path, logs / "zotsync.log")  # a path no job can hold is refused before any write
     try:
         made = make_folders(logs)  # cron's `>>` cannot make the folder
     except OSError as exc:  # a file zotsync makes: a run-time failure (exit 1), not a usage error
         raise FileError(f"cannot make the log folder {logs}: {cause(exc, logs)}") from None
     try:
-        _install(state, config, logs, every, cron_expression, systemd_timer)
+        _install(state, argv, config, logs, every, cron_expression, systemd_timer)
     except BaseException:
         remove_folders(made)  # a failed install leaves no trace, not even the log folder
         raise
@@ -32,13 +33,13 @@ def install(state: Any, every: str | None, cron_expression: str | None, systemd_
 
 def _install(
     state: Any,
+    argv: list[str],
     config: Config,
     logs: Path,
     every: str | None,
     cron_expression: str | None,
     systemd_timer: bool,
 ) -> None:
-    argv = job_argv(config.path, logs / "zotsync.log")
     key_from_shell = config.source.type == "web" and bool(os.environ.get("ZOTERO_API_KEY"))
     if systemd_timer:
         if cron_expression:

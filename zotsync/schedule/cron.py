@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ZotsyncError
+from . import fit_for_a_job
 
 TAG = "zotsync-schedule"  # the entry's trailing comment: how install, show and remove find it again
 
@@ -63,7 +64,7 @@ def entry(schedule: str, argv: list[str], output: Path) -> str:
     """The crontab line: when, the command with absolute paths, its output appended to `output`."""
     from crontab import CronTab
 
-    command = f"{shlex.join(argv)} >> {shlex.quote(str(output))} 2>&1"
+    command = f"{shlex.join(argv)} >> {shlex.quote(fit_for_a_job('cron log', output))} 2>&1"
     job = CronTab(tab="").new(command=command, comment=TAG)
     job.setall(schedule)
     return job.render()  # python-crontab escapes the `%` that cron would read as a newline

@@ -16,7 +16,7 @@ from urllib.request import url2pathname
 from .. import __version__
 from ..config import Config
 from ..errors import ConfigError
-from . import fill, template
+from . import fill, fit_for_a_job, template
 
 
 def workflow(config: Config, root: Path, cron: str, when: str, install: str | None = None) -> str:
@@ -24,7 +24,7 @@ def workflow(config: Config, root: Path, cron: str, when: str, install: str | No
         raise ConfigError(
             "a GitHub runner cannot read the Zotero database on this computer: use source.type web"
         )
-    exports = _inside(root, config.exports.dir, "exports.dir")
+    exports = fit_for_a_job("exports folder", _inside(root, config.exports.dir, "exports.dir"))
     _inside(root, config.catalog, "catalogue")  # the runner checks out the repository, nothing else
     if config.source.type == "snapshot" and config.source.path is not None:
         _inside(root, config.source.path, "snapshot")
@@ -32,9 +32,10 @@ def workflow(config: Config, root: Path, cron: str, when: str, install: str | No
         template("zotsync.yml"),
         cron=cron,
         when=when,
-        install=shlex.quote(install or default_install(root)),
-        config=shlex.quote(_inside(root, config.path, "config file")),
-        store=json.dumps(_inside(root, config.store, "store")),  # a YAML string, whatever the path holds
+        install=shlex.quote(fit_for_a_job("install spec", install or default_install(root))),
+        config=shlex.quote(fit_for_a_job("config file", _inside(root, config.path, "config file"))),
+        # a YAML string (json.dumps escapes a line break, but the runner would still get a path with one)
+        store=json.dumps(fit_for_a_job("store", _inside(root, config.store, "store"))),
         exports=shlex.quote(exports),
     )
 

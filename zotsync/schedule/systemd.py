@@ -11,7 +11,7 @@ import platformdirs
 
 from ..errors import ZotsyncError
 from ..outputs import write_atomically
-from . import Every, fill, template
+from . import Every, fill, fit_for_a_job, template
 
 NAMES = ("zotsync.service", "zotsync.timer")
 MARK = "# Written by `zotsync schedule install --systemd`"  # the files' first line: they are ours
@@ -42,8 +42,8 @@ class Units:
 def units(every: Every, argv: list[str]) -> Units:
     service = fill(
         template("zotsync.service"),
-        environment_file=quote(str(environment_file())),
-        command=" ".join(quote(arg) for arg in argv),
+        environment_file=quote(fit_for_a_job("environment file", environment_file())),
+        command=" ".join(quote(fit_for_a_job("command's word", arg)) for arg in argv),
     )
     timer = fill(template("zotsync.timer"), every=f"every {every}", when=f"OnCalendar={every.on_calendar}")
     return Units(service, timer)
