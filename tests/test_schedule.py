@@ -431,6 +431,7 @@ def hostile_config(project: Path, folder_name: str) -> Path:
         ("config file", "carriage\rreturn"),
         ("config file", "escape\x1b[2J"),
         ("config file", "bidi\u202eoverride"),
+        ("config file", "latin-1 caf\udce9"),  # the byte 0xe9 of a Latin-1 folder name, as Python holds it
         ("log file", INJECTED),
         ("zotsync command", INJECTED),
     ],
@@ -449,7 +450,7 @@ def test_a_control_character_in_a_path_of_the_cron_entry_is_refused_and_nothing_
     result = run("--config", config, "schedule", "install", "--every", "1h")
     assert result.code == 2, result.err
     assert result.err.count("\n") == 1 and result.err.startswith(f"zotsync: error: the {where} ")
-    assert "holds a line break or another control character" in result.err
+    assert "holds a line break, another control character" in result.err
     assert cron.read() == USER_TABLE and cron.writes() == 0
     assert not (home / "xdg_state_home").exists() and not (project / name).is_file()
     if where == "log file":
@@ -476,3 +477,73 @@ def test_an_environment_file_path_with_a_line_break_is_refused_for_systemd(
         not (home / "config\nExecStartPre=/bin/sh -c evil").exists()
         and not (home / "xdg_state_home").exists()
     )
+
+
+# -- the user's crontab as bytes: CRLF lines and bytes that are not UTF-8 come back as they were ---------
+def test_crlf_lines_stay_crlf_after_install_and_remove(project, run, cron: Cron) -> None:
+    table = b'MAILTO="me@example.org"\r\n0 * * * *  /usr/local/bin/backup --all\r\n# the end\r\n'
+    cron.table.write_bytes(table)
+    assert run("-q", "--config", config_of(project), "schedule", "install").code == 0
+    installed = cron.table.read_bytes()
+    [entry] = cron.ours()
+    assert installed == table + entry.encode() + b"\n"
+    shown = run("--config", config_of(project), "schedule", "show")
+    assert (shown.code, shown.out) == (0, entry + "\n")
+    # an entry of ours written with CRLF (the user's editor) is replaced in place, CRLF kept
+    cron.table.write_bytes(table + entry.encode() + b"\r\n" + b"15 3 * * 0 /weekly\r\n")
+    assert run("-q", "--config", config_of(project), "schedule", "install", "--every", "6h").code == 0
+    [replaced] = cron.ours()
+    assert replaced.startswith("17 */6 * * * ")
+    assert cron.table.read_bytes() == table + replaced.encode() + b"\r\n" + b"15 3 * * 0 /weekly\r\n"
+    assert run("-q", "--config", config_of(project), "schedule", "remove").code == 0
+    assert cron.table.read_bytes() == table + b"15 3 * * 0 /weekly\r\n"
+
+
+# Latin-1: a comment, a variable and a job's path, as an editor in a Latin-1 locale saves them.
+LATIN_1_TABLE = b"# caf\xe9 cr\xe8me\nMAILTO=ren\xe9@example.org\n0 3 * * * /home/ren\xe9/backup\n"
+
+
+def test_a_crontab_with_latin_1_bytes_keeps_them_through_install_show_and_remove(project, run, cron) -> None:
+    cron.table.write_bytes(LATIN_1_TABLE)
+    installed = run("--config", config_of(project), "schedule", "install")
+    assert installed.code == 0, installed.err
+    table = cron.table.read_bytes()
+    assert table.startswith(LATIN_1_TABLE) and table.count(b"\n") == 4
+    [entry] = [line for line in table.decode("latin-1").splitlines() if line.endswith("# zotsync-schedule")]
+    shown = run("--config", config_of(project), "schedule", "show")
+    assert (shown.code, shown.out) == (0, entry + "\n")
+    removed = run("--config", config_of(project), "schedule", "remove")
+    assert removed.code == 0 and "removed the zotsync entry" in removed.err
+    assert cron.table.read_bytes() == LATIN_1_TABLE
+
+
+@pytest.mark.parametrize("command", [("install",), ("show",), ("remove",)])
+def test_a_crontab_that_is_not_text_is_refused_with_one_line(project, run, cron, command) -> None:
+    table = b"MAILTO=me@example.org\n0 3 * * * /backup\x00\n"
+    cron.table.write_bytes(table)
+    result = run("--config", config_of(project), "schedule", *command)
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert result.err == (
+        "zotsync: error: the crontab holds a NUL byte (line 2): it is not a text table zotsync can edit "
+        "safely; fix it with `crontab -e`\n"
+    )
+    assert cron.table.read_bytes() == table and cron.writes() == 0
+
+
+def test_lines_python_crontab_cannot_parse_are_kept_and_print_nothing(project, run, cron: Cron) -> None:
+    table = b"bb * * * * /typo\n@every 5m /not-cron-syntax\n"
+    cron.table.write_bytes(table)
+    # In its own process, as a user runs it: pytest's own log handlers would hide what reaches stderr.
+    shown = subprocess.run(
+        [sys.executable, "-m", "zotsync", "--config", config_of(project), "schedule", "show"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, "no zotsync entry in the crontab\n", "")
+    assert run("-q", "--config", config_of(project), "schedule", "install").code == 0
+    [entry] = cron.ours()
+    assert cron.table.read_bytes() == table + entry.encode() + b"\n"
+    removed = run("-q", "--config", config_of(project), "schedule", "remove")
+    assert (removed.code, removed.err) == (0, "")
+    assert cron.table.read_bytes() == table

@@ -113,16 +113,26 @@ def job_argv(config: Path, log_file: Path) -> list[str]:
 
 def fit_for_a_job(what: str, value: str | Path) -> str:
     """`value` as a crontab line, a unit file or a workflow may hold it. A line break ends a crontab line
-    (what follows is a job of its own: `* * * * * touch …`), a unit file's setting or a YAML scalar, and
-    the other control characters and bidi overrides have no place in a path a job runs: refused, exit 2,
-    before anything is written."""
+    (what follows is a job of its own: `* * * * * touch …`), a unit file's setting or a YAML scalar; the
+    other control characters and bidi overrides have no place in a path a job runs, and unit files and
+    workflows are UTF-8: refused, exit 2, before anything is written."""
     text = str(value)
-    if UNSAFE.search(text):
+    if UNSAFE.search(text) or not is_utf8(text):
+        shown = one_line(text.encode("utf-8", "backslashreplace").decode("utf-8"))
         raise ConfigError(
-            f"the {what} {one_line(text)} holds a line break or another control character, which a "
-            "crontab line, a unit file or a workflow cannot carry safely; nothing was written"
+            f"the {what} {shown} holds a line break, another control character or a byte that is not "
+            "UTF-8, which a crontab line, a unit file or a workflow cannot carry safely; nothing was written"
         )
     return text
+
+
+def is_utf8(text: str) -> bool:
+    """False for a path whose bytes are not UTF-8 (Python holds them as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def log_dir() -> Path:
