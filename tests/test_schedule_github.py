@@ -14,10 +14,20 @@ from typing import Any
 import pytest
 import yaml
 
-from zotsync import __version__
 from zotsync.schedule import github
 
 WORKFLOW = Path(".github") / "workflows" / "zotsync.yml"
+# Where the tests' zotsync came from: a made-up public repository at a made-up commit.
+ORIGIN = github.Origin("https://example.org/someone/zotsync.git", "0123456789abcdef0123456789abcdef01234567")
+PINNED = f"zotsync @ git+{ORIGIN.url}@{ORIGIN.commit}"
+installed_from = github.installed_from  # the real one, for the tests of it
+
+
+@pytest.fixture(autouse=True)
+def known_origin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The running zotsync (an editable checkout, maybe without an https origin) as if installed from
+    ORIGIN, so that the tests do not depend on how the checkout they run in was made."""
+    monkeypatch.setattr(github, "installed_from", lambda: ORIGIN)
 
 
 def config_of(project: Path) -> str:
@@ -46,10 +56,9 @@ def test_the_workflow_runs_on_a_schedule_and_on_demand_and_commits_on_change(
     project, run, monkeypatch
 ) -> None:
     monkeypatch.chdir(project)
-    monkeypatch.setattr(github, "installed_from", lambda: None)  # as from a wheel, not a git checkout
     result = write(run, project)
     assert f"wrote {WORKFLOW} (every 1h, in UTC)" in result.err and "ZOTERO_API_KEY" in result.err
-    assert f"the runner installs: pip install zotsync=={__version__} (--install SPEC" in result.err
+    assert f"the runner installs: pip install {PINNED} (--install SPEC" in result.err
     workflow = load(project / WORKFLOW)
     on = triggers(workflow)
     assert on["schedule"] == [{"cron": "17 * * * *"}] and "workflow_dispatch" in on
@@ -57,7 +66,7 @@ def test_the_workflow_runs_on_a_schedule_and_on_demand_and_commits_on_change(
     steps = workflow["jobs"]["sync"]["steps"]
     uses = [s["uses"].split("@")[0] for s in steps if "uses" in s]
     assert uses == ["actions/checkout", "actions/setup-python", "actions/cache"]
-    assert step(workflow, "Install zotsync")["run"] == f"python -m pip install zotsync=={__version__}"
+    assert step(workflow, "Install zotsync")["run"] == f"python -m pip install '{PINNED}'"
     sync = step(workflow, "Sync")
     assert sync["env"] == {"ZOTERO_API_KEY": "${{ secrets.ZOTERO_API_KEY }}"}
     assert "zotsync --config config/zotsync.yaml sync --exit-code" in sync["run"]
@@ -201,29 +210,68 @@ def test_the_steps_sync_then_commit_and_push_only_on_change(project, run, monkey
     assert run_step(sync) == 1  # a failure fails the job, with zotsync's exit code
 
 
+def test_a_zotsync_of_unknown_origin_is_refused_asking_for_install_spec(project, run, monkeypatch) -> None:
+    """From a wheel, a copied folder or a checkout without an https origin, the runner would have been
+    told `pip install zotsync==<version>`: a name no package index serves to this zotsync, which fails
+    the first run, or runs whoever registered it with write access and the API key."""
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(github, "installed_from", lambda: None)
+    refused = run("--config", config_of(project), "schedule", "github")
+    assert refused.code == 2 and refused.err.count("\n") == 1
+    assert refused.err.startswith("zotsync: error: cannot tell the runner which zotsync to install: ")
+    assert "give --install SPEC, e.g. --install 'zotsync @ git+https://github.com/OWNER/zotsync@COMMIT'" in (
+        refused.err
+    )
+    assert not (project / ".github").exists()
+    spec = "zotsync @ git+https://example.org/mine/zotsync@v0.2.0"
+    write(run, project, "--install", spec)
+    assert step(load(project / WORKFLOW), "Install zotsync")["run"] == f"python -m pip install '{spec}'"
+
+
+def commit_all(checkout: Path) -> str:
+    git(checkout, "add", ".")
+    git(checkout, "-c", "user.name=me", "-c", "user.email=me@example.org", "commit", "-qm", "zotsync")
+    return git(checkout, "rev-parse", "HEAD").strip()
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_zotsync_installed_from_a_git_checkout_is_installed_from_that_repository(
+def test_the_runner_installs_the_repository_and_commit_this_zotsync_came_from(
     project, run, monkeypatch, tmp_path: Path
 ) -> None:
-    """Outside a clone of zotsync the release may be on no registry: the runner installs zotsync from
-    the public repository the running zotsync's checkout came from."""
-    checkout = tmp_path / "zotsync-checkout"
-    checkout.mkdir()
-    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    """pip's record of a git install names the URL and the commit; an editable install or a run from
+    source lives in a checkout, whose origin and HEAD name it — when its package files are committed."""
     remote = "https://example.org/someone/zotsync.git"
-    subprocess.run(["git", "-C", str(checkout), "remote", "add", "origin", remote], check=True)
-    assert github.installed_from({"url": checkout.as_uri(), "dir_info": {"editable": True}}) == remote
-    assert github.installed_from({"url": remote, "vcs_info": {"vcs": "git", "commit_id": "0" * 40}}) == remote
-    assert github.installed_from({"url": (tmp_path / "no-git").as_uri(), "dir_info": {}}) is None
+    vcs = {"url": remote, "vcs_info": {"vcs": "git", "commit_id": "a" * 40, "requested_revision": "main"}}
+    assert installed_from(vcs) == github.Origin(remote, "a" * 40)
+    for not_public in ("git@github.com:someone/zotsync.git", "https://user:token@example.org/z.git"):
+        assert installed_from({**vcs, "url": not_public}) is None  # no key on the runner; no token in a file
+    assert installed_from({"url": remote, "vcs_info": {"vcs": "git"}}) is None  # no commit, no pin
+
+    checkout = tmp_path / "zotsync-checkout"
+    (checkout / "zotsync").mkdir(parents=True)
+    (checkout / "zotsync" / "__init__.py").write_text('__version__ = "9"\n', encoding="utf-8")
+    git(tmp_path, "init", "-q", str(checkout))
+    head = commit_all(checkout)
+    editable = {"url": checkout.as_uri(), "dir_info": {"editable": True}}
+    assert installed_from(editable, package=checkout / "zotsync") is None  # no origin yet
+    git(checkout, "remote", "add", "origin", remote)
+    assert installed_from(editable, package=checkout / "zotsync") == github.Origin(remote, head)
+    (checkout / "zotsync" / "__init__.py").write_text('__version__ = "9+mine"\n', encoding="utf-8")
+    assert installed_from(editable, package=checkout / "zotsync") is None  # this zotsync is no commit
+    changed = commit_all(checkout)
+    assert installed_from(editable, package=checkout / "zotsync") == github.Origin(remote, changed)
+    # installed into a virtual environment that happens to lie inside a repository: not that repository
+    inside = checkout / ".venv" / "lib" / "site-packages" / "zotsync"
+    inside.mkdir(parents=True)
+    assert installed_from({}, package=inside) is None
+    assert installed_from({}, package=tmp_path / "no-git" / "zotsync") is None
 
     monkeypatch.chdir(project)
-    monkeypatch.setattr(github, "installed_from", lambda: remote)
+    monkeypatch.setattr(github, "installed_from", lambda: github.Origin(remote, changed))
     result = write(run, project)
-    assert (
-        step(load(project / WORKFLOW), "Install zotsync")["run"]
-        == f"python -m pip install 'zotsync @ git+{remote}'"
-    )
-    assert f"the runner installs: pip install zotsync @ git+{remote} (--install SPEC" in result.err
+    pinned = f"zotsync @ git+{remote}@{changed}"
+    assert step(load(project / WORKFLOW), "Install zotsync")["run"] == f"python -m pip install '{pinned}'"
+    assert f"the runner installs: pip install {pinned} (--install SPEC" in result.err
 
 
 @pytest.mark.parametrize("where", ["config file", "store", "exports folder", "install spec"])

@@ -4,16 +4,16 @@ when they changed. Paths in it are relative to the repository root: the folder i
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
-from .. import __version__
 from ..config import Config
 from ..errors import ConfigError
 from . import fill, fit_for_a_job, template
@@ -28,22 +28,25 @@ def workflow(config: Config, root: Path, cron: str, when: str, install: str | No
     _inside(root, config.catalog, "catalogue")  # the runner checks out the repository, nothing else
     if config.source.type == "snapshot" and config.source.path is not None:
         _inside(root, config.source.path, "snapshot")
+    config_path = fit_for_a_job("config file", _inside(root, config.path, "config file"))
+    store = fit_for_a_job("store", _inside(root, config.store, "store"))
     return fill(
         template("zotsync.yml"),
         cron=cron,
         when=when,
         install=shlex.quote(fit_for_a_job("install spec", install or default_install(root))),
-        config=shlex.quote(fit_for_a_job("config file", _inside(root, config.path, "config file"))),
-        # a YAML string (json.dumps escapes a line break, but the runner would still get a path with one)
-        store=json.dumps(fit_for_a_job("store", _inside(root, config.store, "store"))),
+        config=shlex.quote(config_path),
+        store=json.dumps(store),  # a YAML string
         exports=shlex.quote(exports),
     )
 
 
 def default_install(root: Path) -> str:
-    """`.` when the repository is a clone of zotsync itself (the quick start's layout); else the public
-    git repository this zotsync was installed from, when there is one (a registry may not have the
-    release); else the release this file was written with."""
+    """What the runner installs when `--install` does not say: exactly this zotsync, or nothing. `.` when
+    the repository is a clone of zotsync itself (the quick start's layout); else the https git
+    repository and commit this zotsync came from. Never a bare `zotsync==<version>`: no package index
+    serves zotsync, so that fails on the first run, and whoever registered the name there would run
+    their code with write access and the API key. Neither known: refused, asking for `--install`."""
     try:
         project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -51,35 +54,74 @@ def default_install(root: Path) -> str:
     if project.get("name") == "zotsync":
         return "."
     origin = installed_from()
-    return f"zotsync @ git+{origin}" if origin else f"zotsync=={__version__}"
+    if origin is None:
+        raise ConfigError(
+            "cannot tell the runner which zotsync to install: this one was not installed from an https git "
+            "repository at a known commit (a wheel, a copied folder, a checkout with uncommitted changes or "
+            "without an https origin); give --install SPEC, e.g. --install "
+            "'zotsync @ git+https://github.com/OWNER/zotsync@COMMIT'"
+        )
+    return origin.spec
 
 
-def installed_from(direct_url: Mapping[str, Any] | None = None) -> str | None:
-    """The https URL of the git repository this zotsync was installed from: pip's record of the
-    install (`direct_url.json`), then that checkout's `origin` remote. None when there is none."""
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """The public git repository and the commit a zotsync was installed from."""
+
+    url: str  # https, without credentials
+    commit: str  # 40 hex digits
+
+    @property
+    def spec(self) -> str:
+        return f"zotsync @ git+{self.url}@{self.commit}"
+
+
+def installed_from(direct_url: Mapping[str, Any] | None = None, package: Path | None = None) -> Origin | None:
+    """Where this zotsync came from: pip's record of a git install (PEP 610 `direct_url.json`, which
+    names the URL and the commit), else the git checkout the running package lives in (an editable
+    install, or a run from source): its `origin` remote and HEAD, when the package's files there are
+    all committed. None when neither names an https repository at a commit."""
     if direct_url is None:
         from importlib import metadata
 
         try:
             direct_url = json.loads(metadata.distribution("zotsync").read_text("direct_url.json") or "{}")
         except (metadata.PackageNotFoundError, ValueError):
-            return None
-    url = str(direct_url.get("url", ""))
-    if direct_url.get("vcs_info", {}).get("vcs") == "git":
-        return url if url.startswith("https://") else None
-    if not url.startswith("file:"):
+            direct_url = {}
+    vcs = direct_url.get("vcs_info") or {}
+    if vcs.get("vcs") == "git":
+        return _origin(str(direct_url.get("url", "")), str(vcs.get("commit_id", "")))
+    return checkout_origin(Path(__file__).resolve().parents[1] if package is None else package)
+
+
+def checkout_origin(package: Path) -> Origin | None:
+    """The origin and HEAD of the zotsync checkout whose package folder is `package`: None when that is
+    no checkout's top (an install into a virtual environment inside some other repository, say), or when
+    the package's files differ from HEAD (the runner would not get this zotsync)."""
+    root = package.parent
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != root.resolve() or package.name != "zotsync":
         return None
+    if _git(root, "status", "--porcelain", "--untracked-files=no", "--", package.name) != "":
+        return None
+    return _origin(_git(root, "remote", "get-url", "origin") or "", _git(root, "rev-parse", "HEAD") or "")
+
+
+def _origin(url: str, commit: str) -> Origin | None:
+    parts = urlsplit(url)
+    # https only: the runner must fetch it without keys, and credentials would be committed in the file.
+    if parts.scheme != "https" or "@" in parts.netloc or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None
+    return Origin(url, commit)
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    """`git -C folder args…`'s output, stripped; None when git fails or is missing."""
     try:
-        done = subprocess.run(
-            ["git", "-C", url2pathname(urlsplit(url).path), "remote", "get-url", "origin"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    remote = done.stdout.strip()
-    return remote if done.returncode == 0 and remote.startswith("https://") else None
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def _inside(root: Path, path: Path, what: str) -> str:
