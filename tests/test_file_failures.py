@@ -122,7 +122,8 @@ def test_schedule_github_into_a_folder_is_exit_1_like_export(project: Path, run,
     folder = project / "workflows"
     folder.mkdir()
     for force in ([], ["--force"]):
-        result = run("--config", config_of(project), "schedule", "github", "--output", str(folder), *force)
+        args = ("schedule", "github", "--install", ".", "--output", str(folder), *force)
+        result = run("--config", config_of(project), *args)
         assert result.code == 1
         assert one_error_line(result.err) == (
             f"zotsync: error: cannot write {folder}: it is a folder; zotsync replaces only regular files"
