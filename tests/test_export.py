@@ -117,7 +117,7 @@ TRIGGERS = ("=", "+", "-", "@")
 def written(text: str) -> str:
     """A data cell as the CSV holds it: CR as LF, the unsafe characters dropped, then guarded."""
     text = UNSAFE_IN_DATA.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    live = text.startswith("\t") or text.lstrip(BLANKS).startswith(TRIGGERS)
+    live = text.startswith(("\t", "\n")) or text.lstrip(BLANKS).startswith(TRIGGERS)
     return "'" + text if live else text
 
 

@@ -30,7 +30,9 @@ COLUMNS = (
     "tags",
     "collections",
 )
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+# A cell starting with one of these gets a `'`. CR and LF: a CR is written as LF, and a cell that started
+# with CR keeps its guard.
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
 _TRIGGERS = frozenset(FORMULA_TRIGGERS)
 # What a spreadsheet may skip, or shows as nothing, before a formula's `=`: whitespace (line breaks
 # included) and the zero-width characters. A cell whose first other character is a trigger is a formula
