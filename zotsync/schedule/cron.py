@@ -97,8 +97,8 @@ def is_ours(line: bytes) -> bool:
 
 
 def lines(table: bytes) -> list[bytes]:
-    """The table's lines, each with its `\n` (the last may lack one). Split at LF alone, as cron reads
-    it: a CR stays part of its line, so a CRLF line is written back as it was."""
+    """The table's lines, each with its LF (the last may lack one). Split at LF alone, as cron reads it:
+    a CR stays part of its line, so a CRLF line is written back as it was."""
     parts = table.split(b"\n")
     return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
