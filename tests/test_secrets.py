@@ -65,7 +65,7 @@ PASSWORD = "pa:ss@w%rd-Qz7"  # percent-encoded in the URL; its `:`, `@` and `%` 
 
 @pytest.mark.parametrize("given_as", ["config", "ZOTERO_API_BASE"])
 def test_a_password_in_the_base_url_is_masked_in_errors_and_the_log(
-    tmp_path: Path, zotero_api, run, fast_retries, monkeypatch, given_as: str
+    tmp_path: Path, zotero_api, run, fake_time, monkeypatch, given_as: str
 ) -> None:
     from test_web_source import small_library, write_web_config
 
