@@ -4,6 +4,7 @@ never the API key."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -157,3 +158,41 @@ def run_cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
+
+
+# -- a log that cannot be written, and one that is not a plain file --------------------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device every write to fails")
+def test_a_log_file_that_cannot_be_written_warns_once_and_keeps_the_runs_outcome(project: Path, run) -> None:
+    """A full disk under the log: a successful `-q sync` stays a success (before: six traceback blocks
+    and exit 1), and a failed one keeps its own line and exit code."""
+    warning = (
+        "zotsync: cannot write the log file /dev/full: No space left on device; the run goes on without it"
+    )
+    result = run("-q", "--log-file", "/dev/full", "--config", config_of(project), "sync")
+    assert (result.code, result.out, result.err.splitlines()) == (0, "", [warning])
+    assert (project / "exports" / "catalog.md").is_file()
+
+    (project / "seeds" / "zotero-library.json").write_text("[{", encoding="utf-8")
+    result = run("-q", "--log-file", "/dev/full", "--config", config_of(project), "sync")
+    assert result.code == 1
+    assert result.err.splitlines()[0] == warning
+    assert result.err.splitlines()[1].startswith("zotsync: error: ")
+    assert len(result.err.splitlines()) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links")
+def test_the_log_is_never_written_through_a_symbolic_link(project: Path, run) -> None:
+    target = project / "elsewhere.txt"
+    target.write_text("someone else's file\n", encoding="utf-8")
+    link = project / "zotsync.log"
+    link.symlink_to(target)
+    result = run("-q", "--log-file", str(link), "--config", config_of(project), "sync")
+    assert result.code == 1
+    assert result.err == (
+        f"zotsync: error: cannot open the log file {link}: it is a symbolic link; zotsync does not write its "
+        "log through a link (give the file it points to)\n"
+    )
+    assert target.read_text(encoding="utf-8") == "someone else's file\n"
+    assert not (project / "exports" / "catalog.md").exists()  # refused before the run

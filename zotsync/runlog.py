@@ -6,10 +6,15 @@ same secret-masking filter as the terminal."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import stat
+import sys
 import time
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import TextIO
 
 from .errors import FileError
 from .folders import cause, make_folders, remove_folders
@@ -25,6 +30,8 @@ events.propagate = False
 events.addHandler(logging.NullHandler())  # no log file: nothing, not Python's last-resort stderr
 
 _open: list[tuple[RotatingFileHandler, float]] = []
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; on Windows the is_symlink check stands alone
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 class _OneLine(logging.Formatter):
@@ -43,10 +50,13 @@ def open_log(path: Path, level: int, secrets: logging.Filter) -> None:
     made: list[Path] = []
     try:
         made = make_folders(path.parent)
-        handler = RotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
+        handler = _LogFile(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
     except OSError as exc:
         remove_folders(made)
         raise FileError(f"cannot open the log file {path}: {cause(exc, path)}") from None
+    except FileError:
+        remove_folders(made)
+        raise
     handler.setFormatter(_OneLine(FORMAT, DATE_FORMAT))
     handler.setLevel(level)
     handler.addFilter(secrets)
@@ -56,6 +66,60 @@ def open_log(path: Path, level: int, secrets: logging.Filter) -> None:
     _open.append((handler, time.monotonic()))
 
 
+class _LogFile(RotatingFileHandler):
+    """The log file: a regular file (or a character device such as /dev/null, written in place), never
+    written through a symbolic link — a link planted where the log goes would make zotsync append to any
+    file it may write. A log that can no longer be written (the disk is full) is said once on stderr,
+    and the run goes on: the log is a record of the run, not part of it."""
+
+    failed = False
+
+    def _open(self) -> TextIO:  # also when the file rotates
+        path = Path(self.baseFilename)
+        with contextlib.suppress(FileNotFoundError):
+            _check_log_file(path, path.lstat().st_mode)
+        # O_NOFOLLOW: a link swapped in since the check fails instead of being followed; O_NONBLOCK: a
+        # named pipe swapped in fails at once or is refused below, never waited on.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK
+        handle = os.open(path, flags, 0o666)
+        try:
+            _check_log_file(path, os.fstat(handle).st_mode)
+            if _NONBLOCK:
+                os.set_blocking(handle, True)
+            return open(handle, self.mode, encoding=self.encoding, errors=self.errors)
+        except BaseException:
+            os.close(handle)
+            raise
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.failed:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """Instead of a traceback block for each line the run logs: one warning, and no more writes."""
+        if self.failed:
+            return
+        self.failed = True
+        exc = sys.exc_info()[1]
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        logging.getLogger("zotsync").warning(
+            "cannot write the log file %s: %s; the run goes on without it", self.baseFilename, why
+        )
+
+
+def _check_log_file(path: Path, mode: int) -> None:
+    if stat.S_ISLNK(mode):
+        raise FileError(
+            f"cannot open the log file {path}: it is a symbolic link; zotsync does not write its log "
+            "through a link (give the file it points to)"
+        )
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+        raise FileError(
+            f"cannot open the log file {path}: it is not a regular file (a pipe or a socket could stall a "
+            "run that writes to it)"
+        )
+
+
 def close_log(exit_code: int) -> None:
     """Record how the run ended and close the file (a test or a long-lived caller may run again)."""
     while _open:
@@ -63,4 +127,5 @@ def close_log(exit_code: int) -> None:
         events.info("exit %d after %.2f s", exit_code, time.monotonic() - started)
         logging.getLogger("zotsync").removeHandler(handler)
         events.removeHandler(handler)
-        handler.close()
+        with contextlib.suppress(OSError):  # the last lines could not be written either: said already
+            handler.close()
