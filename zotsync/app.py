@@ -16,14 +16,14 @@ from .config import Config
 from .errors import ExportError, StoreError
 from .export import RENDERERS, SHOWS_ZOTERO_LINKS, Page
 from .gcpause import bulk_phase
+from .inputs import MAX_YAML, read_input_version, why_unreadable
 from .model import Catalogue, CatalogueEntry, Item, Library, Placement, in_collections
-from .outputs import FileVersion, read_regular, read_version, write_atomically
+from .outputs import FileVersion, read_regular, write_atomically
 from .reconcile import MatchResult, Options, Reconciliation, reconcile
 from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock
 from .sync import PullReport, pull
-from .yamlio import unreadable
 
 
 @contextlib.contextmanager
@@ -395,13 +395,15 @@ def _read_catalogue(config: Config, for_adopt: bool = False) -> tuple[catalog_ed
     """The catalogue file parsed once, for matching and for the edit (its exact text, line endings kept,
     so an edit keeps them), and the version of the file it was read from: reconciling takes seconds on
     a large library, and the write must not replace what the curator saves meanwhile."""
-    if not config.catalog.exists():
-        load_catalogue(config.catalog, config.path)  # the usual error, naming the config's line
     try:
-        version = read_version(config.catalog)
+        version = read_input_version(config.catalog, "the catalogue", MAX_YAML, catalog_edit.CatalogEditError)
+    except FileNotFoundError:
+        load_catalogue(config.catalog, config.path)  # the usual error, naming the config's line
+        raise
+    try:
         text = version.data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problem = unreadable(config.catalog, exc)
+    except UnicodeDecodeError as exc:
+        problem = why_unreadable(config.catalog, exc)
         raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {problem}") from exc
     return catalog_edit.Document(text, str(config.catalog), for_adopt=for_adopt), version
 

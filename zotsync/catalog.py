@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CatalogError, ConfigError
+from .errors import CatalogError, ConfigError, ZotsyncError
+from .inputs import MAX_YAML, read_input, why_unreadable
 from .model import Catalogue, CatalogueEntry, Category, Link
 from .text import did_you_mean
-from .yamlio import line_of, load_yaml, parse_yaml, text_of, unreadable, where
+from .yamlio import line_of, load_yaml, parse_yaml, text_of, where
 
 TOP_KEYS = ("title", "description", "categories")
 CATEGORY_KEYS = ("name", "entries")
@@ -43,7 +44,7 @@ def _near_file(path: Path) -> str:
 
 def load_catalogue(path: Path, config: Path | None = None) -> Catalogue:
     """`config`: the config file whose `catalog:` names `path`; a missing catalogue is its line's fault."""
-    if config is not None and not path.exists():
+    if config is not None and not path.exists() and not path.is_symlink():  # a link loop: load_yaml says so
         named_at = where(config, load_yaml(config, "config file"), "catalog")
         raise CatalogError(f"{named_at}: catalogue not found: {path}{_near_file(path)}")
     try:
@@ -65,8 +66,8 @@ class CatalogueFile:
     @classmethod
     def read(cls, path: Path, config: Path | None = None) -> CatalogueFile:
         try:
-            return cls(path, config, path.read_bytes())
-        except OSError:
+            return cls(path, config, read_input(path, "catalogue", MAX_YAML, CatalogError))
+        except (OSError, ZotsyncError):  # `load` says why, as `load_catalogue` does
             return cls(path, config, None)
 
     @property
@@ -80,7 +81,9 @@ class CatalogueFile:
             # universal newlines, as load_yaml's read_text would give
             text = self.data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         except UnicodeDecodeError as exc:
-            raise CatalogError(f"cannot read catalogue {self.path}: {unreadable(self.path, exc)}") from None
+            raise CatalogError(
+                f"cannot read catalogue {self.path}: {why_unreadable(self.path, exc)}"
+            ) from None
         try:
             raw = parse_yaml(text, str(self.path))
         except ConfigError as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .inputs import absolute
 from .labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
 from .secrets import register, register_url
 from .yamlio import load_yaml, text_of, where
@@ -58,7 +59,7 @@ class Reading:
 
     def local(self, value: str) -> Path:
         """A path as written, relative to the config's folder."""
-        return (self.path.parent / Path(value).expanduser()).resolve()
+        return absolute(self.path.parent / Path(value).expanduser())
 
 
 Parse = Callable[[Reading, Any], Any]

@@ -19,16 +19,19 @@ from pathlib import Path
 
 from . import __version__
 from .config import Config
+from .errors import ZotsyncError
+from .inputs import open_input
 
 _PACKAGE = Path(__file__).resolve().parent
 
 
 def file_digest(path: Path) -> str | None:
-    """SHA-256 of a file's bytes, streamed; None when it cannot be read (missing, a folder, …)."""
+    """SHA-256 of a regular file's bytes, streamed; None when it cannot be read (missing, a folder, a
+    pipe or a device, which would never end: what reads it next says why)."""
     try:
-        with path.open("rb") as stream:
+        with open_input(path, str(path)) as stream:
             return hashlib.file_digest(stream, "sha256").hexdigest()
-    except OSError:
+    except (OSError, ZotsyncError):
         return None
 
 

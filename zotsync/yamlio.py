@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .inputs import MAX_YAML, read_text_input
 
 try:
     from yaml import CSafeLoader as _BaseLoader
@@ -127,24 +128,18 @@ def compose(text: str) -> yaml.Node | None:
     return yaml.compose(text, Loader=loader)
 
 
-def load_yaml(path: Path, what: str) -> Any:
-    """Parse `path`; a missing file or malformed YAML becomes one ConfigError naming file and line."""
+def load_yaml(path: Path, what: str, error: type[ConfigError] = ConfigError) -> Any:
+    """Parse `path` (a regular file of at most MAX_YAML); a missing file or malformed YAML becomes one
+    `error` naming file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_input(path, what, MAX_YAML, error, _HINTS.get(what, ""))
     except FileNotFoundError:
-        raise ConfigError(f"{what} not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what} {path}: {unreadable(path, exc)}") from None
+        raise error(f"{what} not found: {path}") from None
     return parse_yaml(text, str(path))
 
 
-def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> str:
-    """Why a file cannot be read, in a few plain words (not `[Errno 21] Is a directory: '…'`)."""
-    if isinstance(exc, UnicodeDecodeError):
-        return f"it is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
-    if isinstance(exc, IsADirectoryError) or path.is_dir():  # Windows says "Permission denied"
-        return "it is a folder"
-    return exc.strerror or str(exc)
+# A config's relative paths start from its folder: a pipe (`--config <(…)`) has none to offer.
+_HINTS = {"config file": " (zotsync reads its config from a file: the paths in it start from its folder)"}
 
 
 def yaml_problem(name: str, text: str, exc: yaml.MarkedYAMLError) -> str:

@@ -31,6 +31,7 @@ names, every field of the item's type (empty ones as ""), dates as the user type
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import sqlite3
@@ -44,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SourceError
-from ..model import Changes, Collection, Creator, Item, Tag
+from ..inputs import absolute, open_input
+from ..model import Changes, Collection, Creator, Item, Tag, sane_version
+from ..secrets import excerpt
 from .base import Sink
 
 log = logging.getLogger("zotsync")
@@ -151,13 +154,13 @@ class LocalSource:
     @property
     def id(self) -> str:
         """The database and, for a group, the group: pulling another library rebuilds the store."""
-        database = f"local:{self.database.resolve()}"
+        database = f"local:{absolute(self.database)}"
         return f"{database}#groups/{self.group_id}" if self.library_type == "group" else database
 
     def changes(self, since: int | None, sink: Sink | None = None) -> Changes:
         """The whole user library: `since` is ignored (see the class docstring), and so is `sink`."""
         database = self.database
-        if not database.is_file():
+        if not database.exists() and not database.is_symlink():
             raise ConfigError(f"no {DATABASE} at {self.path}")
         try:
             return self._read(database)
@@ -237,7 +240,7 @@ def _is_hot(journal: Path) -> bool:
     """A rollback journal whose header is intact: a transaction is being committed, or died in the
     middle. (A finished one is deleted, truncated to nothing or has its header zeroed.)"""
     try:
-        with journal.open("rb") as handle:
+        with open_input(journal, "Zotero's journal", SourceError) as handle:
             return handle.read(8) == _JOURNAL_MAGIC
     except FileNotFoundError:
         return False
@@ -246,8 +249,8 @@ def _is_hot(journal: Path) -> bool:
 def _fingerprint(database: Path) -> tuple[object, ...]:
     """What changes whenever Zotero writes: the file's size and mtime and its header's change counter
     (bytes 24–27, bumped by every rollback-journal commit); the size and mtime of its -wal and -journal."""
-    stat = database.stat()
-    with database.open("rb") as handle:
+    with open_input(database, "the Zotero database", SourceError) as handle:
+        stat = os.fstat(handle.fileno())
         header = handle.read(100)
     parts: list[object] = [stat.st_size, stat.st_mtime_ns, header[24:28]]
     for suffix in ("-wal", "-journal"):
@@ -379,14 +382,32 @@ class _Reader:
     def _names(self, tables: tuple[str, ...], id_column: str, name_column: str) -> dict[int, str]:
         """id → name from the first of `tables` present (the *Combined views include custom types)."""
         table = next(t for t in tables if t in self.tables)
-        return {int(i): str(n) for i, n in self.q(f"SELECT {id_column}, {name_column} FROM {table}")}
+        rows = self.q(f"SELECT {id_column}, {name_column} FROM {table}")
+        return {i: str(n) for i, n in rows if type(i) is int}  # a damaged row names nothing
 
     # -- versions -------------------------------------------------------------------------------------
-    def _effective(self, version: int, synced: int, client_modified: str | None, client_version: int) -> int:
-        """See LocalSource's docstring."""
+    def _effective(
+        self, version: object, synced: object, client_modified: str | None, client_version: object, what: str
+    ) -> int:
+        """See LocalSource's docstring. `what` names the object (`item ABCD2345`) for a refusal."""
+        version = self._integer(version, what, "version")
         if synced:
-            return int(version)
-        return max(int(version), _epoch(client_modified) + int(client_version or 0))
+            return version
+        effective = max(
+            version, _epoch(client_modified) + self._integer(client_version or 0, what, "clientVersion")
+        )
+        return self._integer(effective, what, "version")
+
+    def _integer(self, value: object, what: str, column: str) -> int:
+        """A version or type number as Zotero writes it: an integer from 0 to 2^53. Anything else (text, a
+        fraction, 1e30) is a damaged database: one line naming the object, not a number made up."""
+        number = sane_version(value)
+        if number is None:
+            raise SourceError(
+                f"{self.path}: {what} has {column} {excerpt(repr(value), 40)}, which is not an integer "
+                "from 0 to 2^53"
+            )
+        return number
 
     # -- collections ----------------------------------------------------------------------------------
     def _gone_collections(self, library_id: int) -> dict[int, int]:
@@ -426,7 +447,7 @@ class _Reader:
         collections: list[Collection] = []
         latest = 0
         for cid, key, name, parent, version, synced, modified, cv in rows:
-            effective = self._effective(version, synced, modified, cv)
+            effective = self._effective(version, synced, modified, cv, f"collection {key}")
             latest = max(latest, effective)
             if cid not in gone:
                 parent_key = str(parent) if parent else None
@@ -449,12 +470,18 @@ class _Reader:
             f" {client_version} FROM items WHERE libraryID = ?",
             (library.library_id,),
         ):
-            item_type = item_types.get(int(type_id))
+            # an id that is no integer (a damaged database) is as unknown as a number no type has
+            item_type = item_types.get(type_id) if type(type_id) is int else None
             if item_type is None:
-                log.warning("%s: item %s has an unknown item type id %s; skipped", self.path, key, type_id)
+                log.warning(
+                    "%s: item %s has an unknown item type id %s; skipped",
+                    self.path,
+                    key,
+                    excerpt(repr(type_id), 40),
+                )
                 continue
+            versions[item_id] = self._effective(version, synced, client_modified, cv, f"item {key}")
             rows[item_id] = _Row(item_id, str(key), item_type, added or "", modified or "", int(version))
-            versions[item_id] = self._effective(version, synced, client_modified, cv)
         keys = {item_id: row.key for item_id, row in rows.items()}
 
         fields = self._field_values(rows, field_names)
@@ -575,6 +602,11 @@ class _Reader:
             "SELECT it.itemID, t.name, it.type FROM itemTags it JOIN tags t USING (tagID)"
         ):
             if item_id in rows:
+                if kind not in (None, 0, 1) or isinstance(kind, bool | float):
+                    raise SourceError(
+                        f"{self.path}: item {rows[item_id].key} has the tag {excerpt(str(name), 40)!r} of "
+                        f"type {excerpt(repr(kind), 40)}, which is neither 0 (manual) nor 1 (automatic)"
+                    )
                 tags.setdefault(item_id, []).append(Tag(str(name), int(kind or 0)))
         for found in tags.values():
             found.sort(key=lambda tag: (tag.name.casefold(), tag.name, tag.type))
@@ -688,5 +720,8 @@ def _epoch(value: str | None) -> int:
     match = _SQL_DATETIME.match(value or "")
     if not match:
         return 0
-    moment = datetime.strptime(f"{match.group(1)} {match.group(2)}", "%Y-%m-%d %H:%M:%S")
+    try:
+        moment = datetime.strptime(f"{match.group(1)} {match.group(2)}", "%Y-%m-%d %H:%M:%S")
+    except ValueError:  # month 13, hour 25: no moment, as for text that is no date at all
+        return 0
     return int(moment.replace(tzinfo=UTC).timestamp())

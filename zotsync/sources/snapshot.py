@@ -4,12 +4,15 @@ source, and written here from a store (`zotsync snapshot`), so the two stay each
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SourceError
 from ..fingerprint import file_digest
+from ..inputs import MAX_SNAPSHOT, read_text_input
 from ..model import CHILD_TYPES, Changes, Collection, Creator, InvalidObject, Item, Library
 from .base import Sink, split_objects
 
@@ -31,15 +34,10 @@ class SnapshotSource:
 
     def changes(self, since: int | None, sink: Sink | None = None) -> Changes | None:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = read_text_input(self.path, "snapshot", MAX_SNAPSHOT, SourceError)
         except FileNotFoundError:
             raise ConfigError(f"snapshot not found: {self.path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SourceError(f"cannot read snapshot {self.path}: {exc}") from None
-        try:
-            objects = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"{self.path}:{exc.lineno}: snapshot is not valid JSON: {exc.msg}") from None
+        objects = _parse(self.path, text)
         if not isinstance(objects, list) or not all(isinstance(o, dict) for o in objects):
             raise SourceError(f"{self.path}: a snapshot is a JSON array of Zotero API objects")
         try:
@@ -62,6 +60,23 @@ class SnapshotSource:
             library_id=str(library.get("id", "")),
             library_name=str(library.get("name", "")),
         )
+
+
+def _parse(path: Path, text: str) -> Any:
+    """The snapshot's JSON; whatever Python cannot read is one line naming the file (and the line)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"{path}:{exc.lineno}: snapshot is not valid JSON: {exc.msg}") from None
+    except RecursionError:  # arrays or objects nested thousands deep: no Zotero object is
+        raise SourceError(f"{path}: snapshot is nested too deeply to be a Zotero library") from None
+    except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits())
+        most = sys.get_int_max_str_digits()
+        digits = re.search(rf"\d{{{most + 1},}}", text)
+        line = f":{text.count(chr(10), 0, digits.start()) + 1}" if digits else ""
+        raise SourceError(
+            f"{path}{line}: snapshot holds a number of more than {most} digits, which no Zotero library holds"
+        ) from None
 
 
 # -- writing ------------------------------------------------------------------------------------------

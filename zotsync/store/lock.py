@@ -28,6 +28,13 @@ def exclusive_lock(store_path: Path) -> Iterator[None]:
         lock = filelock.FileLock(lock_path, timeout=0)
         lock.acquire()
     except filelock.Timeout:
+        if not os.path.lexists(lock_path):
+            # filelock reports a lock file that cannot be made (in a folder such as /proc/<pid>/fd, which
+            # takes no new files) as a lock that another process holds: with no file, nobody holds it.
+            raise StoreError(
+                f"cannot create the lock file {lock_path}: its folder takes no new files; set `store:` in "
+                "the config to a path in a folder of your own"
+            ) from None
         raise StoreError(f"another zotsync run holds the lock {lock_path}") from None
     except OSError as exc:
         raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from exc

@@ -1,0 +1,284 @@
+"""Every file zotsync reads is a regular file within a bound, so every run ends: a named pipe, a device
+(`/dev/zero`, `/dev/urandom`), a loop of symbolic links or a file of gigabytes given as the config, the
+catalogue, the venue table, the snapshot or beside a zotero.sqlite is one line, never a hang."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SEEDS
+from zotero_sqlite import build, load_snapshot
+
+from zotsync.inputs import MAX_SNAPSHOT, MAX_YAML
+
+posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes and /dev are POSIX")
+
+INPUTS = ("snapshot", "catalogue", "venue table", "config file", "Zotero's journal")
+
+
+def folder_with(tmp_path: Path, **paths: Path) -> Path:
+    """A reading list whose config names `paths` (snapshot, catalog, venues) or the seeds; the config."""
+    snapshot = paths.get("snapshot", SEEDS / "zotero-library.json")
+    venues = paths.get("venues")
+    config = tmp_path / "zotsync.yaml"
+    config.write_text(
+        f'source:\n  type: {paths.get("kind", "snapshot")}\n  path: "{snapshot}"\n'
+        f'catalog: "{paths.get("catalog", SEEDS / "catalog.yaml")}"\n'
+        f'store: "{tmp_path / "store.sqlite"}"\nexports:\n  dir: "{tmp_path / "exports"}"\n'
+        + (f'reconcile:\n  abbreviate_venues: true\n  venues: "{venues}"\n' if venues else ""),
+        encoding="utf-8",
+    )
+    return config
+
+
+def zotsync(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real command in a process of its own, which a hang cannot take the suite down with: killed
+    after a minute (a failure, not a measure), and kept to 2 GB of memory (reading /dev/zero whole
+    would take the machine's)."""
+
+    def small() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "zotsync", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        preexec_fn=small,
+    )
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def place(kind: str, where: Path) -> Path:
+    """`where` made a named pipe, or the device `kind` names."""
+    if kind == "pipe":
+        os.mkfifo(where)
+        return where
+    return Path(kind)
+
+
+@posix_only
+@pytest.mark.parametrize("kind", ["pipe", "/dev/zero", "/dev/urandom"])
+@pytest.mark.parametrize("what", INPUTS)
+def test_an_input_that_is_not_a_regular_file_is_one_line_and_the_run_ends(
+    tmp_path: Path, what: str, kind: str
+) -> None:
+    args: list[str]
+    if what == "Zotero's journal":
+        database = tmp_path / "zotero" / "zotero.sqlite"
+        database.parent.mkdir()
+        build(database, load_snapshot(SEEDS / "zotero-library.json"))
+        journal = database.with_name("zotero.sqlite-journal")
+        if kind == "pipe":
+            os.mkfifo(journal)
+        else:
+            journal.symlink_to(kind)
+        args = ["--config", str(folder_with(tmp_path, snapshot=database.parent, kind="local")), "sync"]
+        shown = journal
+    elif what == "config file":
+        shown = place(kind, tmp_path / "zotsync.yaml")
+        args = ["--config", str(shown), "sync"]
+    else:
+        key = {"snapshot": "snapshot", "catalogue": "catalog", "venue table": "venues"}[what]
+        shown = place(kind, tmp_path / f"{key}.input")
+        args = ["--config", str(folder_with(tmp_path, **{key: shown})), "sync"]
+    result = zotsync("-q", *args, cwd=tmp_path)
+    device = "a pipe" if kind == "pipe" else "a device"
+    assert f"cannot read {what} {shown}: it is {device}, not a regular file" in one_line(result.stderr)
+    assert result.returncode == (1 if what in ("snapshot", "Zotero's journal") else 2)
+    assert not (tmp_path / "exports").exists()
+
+
+def test_a_config_from_a_pipe_is_refused_saying_why(tmp_path: Path, run) -> None:
+    """`--config <(…)`: the shell passes /dev/fd/N, a pipe. Its relative paths would start from /dev/fd,
+    where no store can be made (before, that read "another zotsync run holds the lock")."""
+    if not Path("/dev/fd").is_dir():
+        pytest.skip("no /dev/fd on this system")
+    config = (
+        folder_with(tmp_path).read_text(encoding="utf-8").replace(f'"{tmp_path / "store.sqlite"}"', "x.db")
+    )
+    read_end, write_end = os.pipe()
+    os.write(write_end, config.encode())
+    os.close(write_end)
+    try:
+        result = run("-q", "--config", f"/dev/fd/{read_end}", "sync")
+    finally:
+        os.close(read_end)
+    assert result.code == 2
+    assert one_line(result.err) == (
+        f"zotsync: error: cannot read config file /dev/fd/{read_end}: it is a pipe, not a regular file "
+        "(zotsync reads its config from a file: the paths in it start from its folder)"
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc")
+def test_a_store_where_no_lock_file_can_be_made_says_so_not_that_another_run_holds_it(
+    tmp_path: Path, run
+) -> None:
+    config = folder_with(tmp_path)
+    text = config.read_text(encoding="utf-8").replace(str(tmp_path / "store.sqlite"), "/proc/self/fd/x.db")
+    config.write_text(text, encoding="utf-8")
+    result = run("-q", "--config", str(config), "sync")
+    assert result.code == 1
+    line = one_line(result.err)
+    assert "another zotsync run" not in line
+    assert line.startswith("zotsync: error: cannot create the lock file /proc/")
+    why = "its folder takes no new files; set `store:` in the config to a path in a folder of your own"
+    assert line.endswith(f"x.db.lock: {why}")
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links")
+@pytest.mark.parametrize(
+    ("what", "key", "code"),
+    [("snapshot", "snapshot", 1), ("catalogue", "catalog", 2), ("venue table", "venues", 2)],
+)
+def test_a_loop_of_symbolic_links_is_one_line(tmp_path: Path, run, what: str, key: str, code: int) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    result = run("-q", "--config", str(folder_with(tmp_path, **{key: loop})), "sync")
+    assert result.code == code
+    assert (
+        one_line(result.err) == f"zotsync: error: cannot read {what} {loop}: it is a loop of symbolic links"
+    )
+
+
+def test_a_catalogue_past_the_yaml_bound_is_refused_unparsed(tmp_path: Path, run) -> None:
+    catalogue = tmp_path / "catalog.yaml"
+    shutil.copy(SEEDS / "catalog.yaml", catalogue)
+    with catalogue.open("ab") as stream:
+        stream.write(b"#" * (MAX_YAML - catalogue.stat().st_size) + b"\n")  # a comment: valid YAML
+    result = run("-q", "--config", str(folder_with(tmp_path, catalog=catalogue)), "sync")
+    assert result.code == 2
+    assert one_line(result.err) == (
+        f"zotsync: error: cannot read catalogue {catalogue}: it is larger than 16 MB, zotsync's bound for "
+        "this kind of file (is it the right one?)"
+    )
+
+
+def test_a_snapshot_past_its_bound_is_refused_unread(tmp_path: Path, run) -> None:
+    snapshot = tmp_path / "library.json"
+    with snapshot.open("wb") as stream:
+        stream.truncate(MAX_SNAPSHOT + 1)  # sparse where the file system can: no gigabyte written
+    result = run("-q", "--config", str(folder_with(tmp_path, snapshot=snapshot)), "sync")
+    assert result.code == 1
+    assert one_line(result.err) == (
+        f"zotsync: error: cannot read snapshot {snapshot}: it is larger than 1024 MB, zotsync's bound for "
+        "this kind of file (is it the right one?)"
+    )
+
+
+@posix_only
+def test_a_log_file_that_is_a_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
+    log = tmp_path / "zotsync.log"
+    os.mkfifo(log)
+    result = zotsync(
+        "-q", "--log-file", str(log), "--config", str(folder_with(tmp_path)), "sync", cwd=tmp_path
+    )
+    assert result.returncode == 1
+    assert one_line(result.stderr) == (
+        f"zotsync: error: cannot open the log file {log}: it is not a regular file (a pipe or a socket could "
+        "stall a run that writes to it)"
+    )
+
+
+# -- what a source holds that no number type can: one line naming it ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("[" * 200_000 + "]" * 200_000, "snapshot is nested too deeply to be a Zotero library"),
+        ('[\n{"key": "AS5BSQEA",\n "version": ' + "9" * 5000 + "}]", "snapshot holds a number of more than"),
+    ],
+    ids=["nested 200,000 deep", "a 5,000-digit number"],
+)
+def test_a_snapshot_python_cannot_read_is_one_line_naming_it(
+    tmp_path: Path, run, text: str, why: str
+) -> None:
+    snapshot = tmp_path / "library.json"
+    snapshot.write_text(text, encoding="utf-8")
+    result = run("-q", "--config", str(folder_with(tmp_path, snapshot=snapshot)), "sync")
+    assert result.code == 1
+    line = one_line(result.err)
+    assert line.startswith(f"zotsync: error: {snapshot}")
+    assert why in line and "unexpected" not in line
+    if "digits" in why:
+        assert line.startswith(f"zotsync: error: {snapshot}:3: ")  # the number's line
+
+
+def damaged_database(tmp_path: Path, statement: str) -> Path:
+    """A data folder whose zotero.sqlite (the demo library) had `statement` run on it."""
+    import sqlite3
+
+    database = tmp_path / "zotero" / "zotero.sqlite"
+    database.parent.mkdir()
+    build(database, load_snapshot(SEEDS / "zotero-library.json"))
+    with sqlite3.connect(database) as db:
+        db.execute(statement)
+    db.close()
+    return database.parent
+
+
+@pytest.mark.parametrize(
+    ("statement", "line"),
+    [
+        ("UPDATE items SET version = 'abc' WHERE key = 'AS5BSQEA'", "item AS5BSQEA has version 'abc'"),
+        ("UPDATE items SET version = 1e30 WHERE key = 'AS5BSQEA'", "item AS5BSQEA has version 1e+30"),
+        ("UPDATE items SET version = 2.5 WHERE key = 'AS5BSQEA'", "item AS5BSQEA has version 2.5"),
+        (
+            "UPDATE collections SET version = 'x', synced = 1"
+            " WHERE collectionID = (SELECT min(collectionID) FROM collections)",
+            "collection {key} has version 'x'",
+        ),
+        (
+            "UPDATE itemTags SET type = 'auto' WHERE rowid = (SELECT min(rowid) FROM itemTags)",
+            "item {key} has the tag",
+        ),
+    ],
+    ids=["text version", "1e30", "a fraction", "collection version", "text tag type"],
+)
+def test_a_damaged_zotero_database_is_one_line_naming_the_object(
+    tmp_path: Path, run, statement: str, line: str
+) -> None:
+    import sqlite3
+
+    folder = damaged_database(tmp_path, statement)
+    with sqlite3.connect(folder / "zotero.sqlite") as db:
+        collection = db.execute(
+            "SELECT key FROM collections WHERE collectionID = (SELECT min(collectionID) FROM collections)"
+        ).fetchone()[0]
+        tagged = db.execute(
+            "SELECT key FROM items JOIN itemTags USING (itemID) ORDER BY itemTags.rowid LIMIT 1"
+        ).fetchone()[0]
+    db.close()
+    expected = line.format(key=collection if "collection" in line else tagged)
+    result = run("-q", "--config", str(folder_with(tmp_path, snapshot=folder, kind="local")), "sync")
+    assert result.code == 1
+    error = one_line(result.err)
+    assert error.startswith(f"zotsync: error: {folder / 'zotero.sqlite'}: {expected}")
+    assert "unexpected" not in error
+
+
+def test_an_item_type_id_that_is_no_number_skips_the_item_with_a_warning(tmp_path: Path, run) -> None:
+    folder = damaged_database(tmp_path, "UPDATE items SET itemTypeID = 'x' WHERE key = 'AS5BSQEA'")
+    result = run("-q", "--config", str(folder_with(tmp_path, snapshot=folder, kind="local")), "sync")
+    assert result.code == 0
+    assert one_line(result.err) == (
+        f"zotsync: {folder / 'zotero.sqlite'}: item AS5BSQEA has an unknown item type id 'x'; skipped"
+    )
