@@ -254,3 +254,45 @@ def test_a_multi_line_quote_closed_before_a_misaligned_line_still_blames_the_ind
     assert problem(text).startswith(
         "catalog.yaml:7: malformed YAML: this line's indentation does not match the lines above it"
     )
+# -- aliases that expand without bound ------------------------------------------------------------------
+
+
+def laughs(categories: int, entries: int) -> str:
+    """A catalogue of `categories` categories whose entries are all one list of `entries` aliases of one
+    entry: a few KB of text for categories × entries page rows."""
+    many = ", ".join(["&e {title: Laugh}"] + ["*e"] * (entries - 1))
+    others = "".join(f"  - name: C{n}\n    entries: *many\n" for n in range(1, categories))
+    return f"categories:\n  - name: C0\n    entries: &many [{many}]\n{others}"
+
+
+def test_aliases_that_would_repeat_past_the_budget_are_refused_naming_the_anchor(project: Path, run) -> None:
+    """34 KB of aliases made 1,000,066 page rows before; now one line naming the file and the anchor."""
+    text = laughs(1000, 1000)
+    assert len(text) < 40_000
+    with pytest.raises(ConfigError) as info:
+        yamlio.parse_yaml(text, "catalog.yaml")
+    assert str(info.value) == (
+        "catalog.yaml:3: aliases (*name) repeat the part anchored here 999 times, past the 100,000 nodes "
+        "zotsync lets aliases repeat in one file; write the repeated parts out"
+    )
+    catalogue_file = project / "seeds" / "catalog.yaml"
+    catalogue_file.write_text(text, encoding="utf-8")
+    result = run("-q", "--config", str(project / "config" / "zotsync.yaml"), "sync")
+    assert result.code == 2
+    assert result.err == f"zotsync: error: {catalogue_file}:3: {str(info.value).split(': ', 1)[1]}\n"
+    assert not list((project / "exports").iterdir())
+
+
+def test_merges_of_merges_count_as_what_they_repeat() -> None:
+    """`<<` merges copy the pairs of what they name; merges of merges double them at each level."""
+    levels = ["a0: &a0 {" + ", ".join(f"k{n}: v" for n in range(50)) + "}"]
+    levels += [f"a{n}: &a{n} {{<<: [*a{n - 1}, *a{n - 1}]}}" for n in range(1, 20)]
+    with pytest.raises(ConfigError, match=r"aliases \(\*name\) repeat the part anchored here"):
+        yamlio.parse_yaml("\n".join(levels) + "\n", "zotsync.yaml")
+
+
+def test_aliases_within_the_budget_still_share_entries() -> None:
+    """Anchors and merges a curator uses stay as they were, up to the budget itself."""
+    text = laughs(20, 1000)  # 20,000 repeated entries of two nodes each: 40,000 nodes, inside the budget
+    entries = catalogue(text).entries  # type: ignore[attr-defined]
+    assert len(entries) == 20_000 and {e.title for e in entries} == {"Laugh"}
