@@ -4,6 +4,7 @@ catalogue, the venue table, the snapshot or beside a zotero.sqlite is one line, 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SEEDS
+from test_web_source import small_library, write_web_config
 from zotero_sqlite import build, load_snapshot
 
 from zotsync.inputs import MAX_SNAPSHOT, MAX_YAML
@@ -282,3 +284,69 @@ def test_an_item_type_id_that_is_no_number_skips_the_item_with_a_warning(tmp_pat
     assert one_line(result.err) == (
         f"zotsync: {folder / 'zotero.sqlite'}: item AS5BSQEA has an unknown item type id 'x'; skipped"
     )
+
+
+# -- keys: what a source takes in, `zotsync snapshot` writes and a snapshot reads back ------------------
+
+NOT_A_KEY = "not a Zotero key (8 characters: digits 2–9 and capitals but O)"
+
+
+@pytest.mark.parametrize("key", ["abcd2345", "ABCD234", "ABCD23456", "ABCD2O45", "ABCD1234"])
+def test_a_snapshot_item_whose_key_is_not_a_zotero_key_is_refused(tmp_path: Path, run, key: str) -> None:
+    snapshot = tmp_path / "library.json"
+    objects = load_snapshot(SEEDS / "zotero-library.json")
+    objects.append({"key": key, "version": 1, "data": {"key": key, "itemType": "book", "title": "Odd"}})
+    snapshot.write_text(json.dumps(objects), encoding="utf-8")
+    result = run("-q", "--config", str(folder_with(tmp_path, snapshot=snapshot)), "sync")
+    assert result.code == 1
+    assert one_line(result.err) == f"zotsync: error: {snapshot}: item {key}: 'key' is missing or {NOT_A_KEY}"
+
+
+def test_a_web_item_whose_key_is_not_a_zotero_key_is_refused(tmp_path: Path, run, zotero_api) -> None:
+    library = small_library()
+    library.add_item("Lower case", key="lower234")
+    server = zotero_api(library)
+    result = run("-q", "--config", str(write_web_config(tmp_path, server.url)), "sync")
+    assert result.code == 1
+    assert (
+        one_line(result.err) == f"zotsync: error: Zotero API: item lower234: 'key' is missing or {NOT_A_KEY}"
+    )
+
+
+@pytest.mark.parametrize("kind", ["item", "collection"])
+def test_a_zotero_database_key_a_snapshot_could_not_hold_is_refused_at_the_source(
+    tmp_path: Path, run, kind: str
+) -> None:
+    """Before, the local source took any key in: `zotsync snapshot` then wrote a file that zotsync
+    refused to read back."""
+    table = "items" if kind == "item" else "collections"
+    id_column = "itemID" if kind == "item" else "collectionID"
+    folder = damaged_database(
+        tmp_path,
+        f"UPDATE {table} SET key = 'PAPER-1' WHERE {id_column} = (SELECT min({id_column}) FROM {table})",
+    )
+    result = run("-q", "--config", str(folder_with(tmp_path, snapshot=folder, kind="local")), "sync")
+    assert result.code == 1
+    assert one_line(result.err) == (
+        f"zotsync: error: {folder / 'zotero.sqlite'}: the {kind} key 'PAPER-1' is {NOT_A_KEY}"
+    )
+    assert not (tmp_path / "store.sqlite").exists()
+
+
+def test_snapshot_writes_no_file_it_would_refuse_to_read_from_an_older_store(tmp_path: Path, run) -> None:
+    """A store an older zotsync filled may hold a key its sources took in then (any letters and digits)."""
+    import sqlite3
+
+    config = folder_with(tmp_path)
+    assert run("-q", "--config", str(config), "pull").code == 0
+    with sqlite3.connect(tmp_path / "store.sqlite") as db:
+        db.execute("UPDATE items SET key = 'lower234' WHERE key = 'AS5BSQEA'")
+    db.close()
+    frozen = tmp_path / "frozen.json"
+    result = run("-q", "--config", str(config), "snapshot", "--output", str(frozen))
+    assert result.code == 1
+    assert one_line(result.err) == (
+        f"zotsync: error: the store holds the item key 'lower234', which is {NOT_A_KEY}: a snapshot of it "
+        "could not be read back; pull the library again into a new store"
+    )
+    assert not frozen.exists()

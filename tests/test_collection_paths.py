@@ -46,7 +46,7 @@ def test_cycles_and_dangling_parents_stop_the_walk() -> None:
         Collection("AAAA2222", 1, "a", "BBBB2222"),
         Collection("BBBB2222", 1, "b", "AAAA2222"),
         Collection("CCCC2222", 1, "c", "BBBB2222"),
-        Collection("DDDD2222", 1, "d", "GONE2222"),
+        Collection("DDDD2222", 1, "d", "GQNE2222"),
     )
     paths = Library(collections=collections).collection_paths()
     assert set(paths) == {"AAAA2222", "BBBB2222", "CCCC2222", "DDDD2222"}
@@ -54,9 +54,17 @@ def test_cycles_and_dangling_parents_stop_the_walk() -> None:
     assert paths["CCCC2222"].endswith("b / c") and paths["AAAA2222"].endswith("a")
 
 
+def key_of(number: int) -> str:
+    """The `number`th of Zotero-shaped keys C2222222, C2222223, …"""
+    alphabet = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
+    digits = [alphabet[number // len(alphabet) ** power % len(alphabet)] for power in range(7)]
+    return "C" + "".join(reversed(digits))
+
+
 def test_sync_with_ten_thousand_nested_collections(tmp_path: Path, run) -> None:
-    objects = [api_collection(f"C{i:07d}", f"L{i}", f"C{i - 1:07d}" if i else None) for i in range(10_000)]
-    objects.append(api_item("DEEP2222", "Deep down", collections=["C0009999"]))
+    keys = [key_of(i) for i in range(10_000)]
+    objects = [api_collection(keys[i], f"L{i}", keys[i - 1] if i else None) for i in range(10_000)]
+    objects.append(api_item("DEEP2222", "Deep down", collections=[keys[-1]]))
     write_json(tmp_path / "library.json", objects)
     (tmp_path / "catalog.yaml").write_text("categories: []\n")
     config = write_config(

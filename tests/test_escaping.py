@@ -85,7 +85,7 @@ HOSTILE_LINKS = {
 
 
 def hostile_project(folder: Path) -> Path:
-    items = [api_collection("COLL2222", "Top\nLevel")]
+    items = [api_collection("CQLL2222", "Top\nLevel")]
     for number in range(15):
         key = f"ITM{number:02d}222".replace("0", "A").replace("1", "B")[:8]
         items.append(
@@ -96,7 +96,7 @@ def hostile_project(folder: Path) -> Path:
                 DOI=f"10.1/{number}\r\nx",
                 publicationTitle="Journal\nof Breaks",
                 tags=["a\nb", "c\x1b[31m"],
-                collections=["COLL2222"] if number % 2 else [],
+                collections=["CQLL2222"] if number % 2 else [],
             )
         )
         items.append(api_pdf(f"PDF{number:02d}Z22".replace("0", "A").replace("1", "B")[:8], key, url="x\ny"))

@@ -21,7 +21,7 @@ from zotsync.sources import SnapshotSource
 from zotsync.store import MIGRATIONS, Store
 from zotsync.sync import pull
 
-# The facts of PAPER111, written out by hand from its fields below.
+# The facts of PAPER777, written out by hand from its fields below.
 PAPER_FACTS = ItemFacts(
     title_key="ünïcode title a study",
     year="2021",
@@ -37,7 +37,7 @@ PAPER_FACTS = ItemFacts(
 def library_file(tmp_path: Path, title: str = "Ünïcode – Title: A Study!") -> Path:
     objects = [
         api_item(
-            "PAPER111",
+            "PAPER777",
             title,
             creators=[
                 {"creatorType": "author", "firstName": "Ada", "lastName": "Lovelace"},
@@ -50,7 +50,7 @@ def library_file(tmp_path: Path, title: str = "Ünïcode – Title: A Study!") -
             extra="Note: x\nRead_Status: Read",
         ),
         api_item("PAPER222", "Plain paper", date="", extra=""),
-        api_pdf("PDFF1111", "PAPER111"),
+        api_pdf("PDFF7777", "PAPER777"),
     ]
     return write_json(tmp_path / "lib.json", objects)
 
@@ -92,18 +92,18 @@ def test_a_pull_writes_the_facts_of_every_regular_item(tmp_path: Path) -> None:
     with Store(path) as store:
         lean = store.load_page()
     rows = stored_facts(path)
-    assert rows["PAPER111"] == json.loads(json.dumps(PAPER_FACTS))
-    assert rows["PDFF1111"] is None  # an attachment is never a row of its own
-    assert lean.facts["PAPER111"] == PAPER_FACTS
+    assert rows["PAPER777"] == json.loads(json.dumps(PAPER_FACTS))
+    assert rows["PDFF7777"] is None  # an attachment is never a row of its own
+    assert lean.facts["PAPER777"] == PAPER_FACTS
     assert lean.facts["PAPER222"] == ItemFacts("plain paper", "", "", ("Lovelace, Ada",), "", "", False, "")
-    assert lean.facts.keys() == {"PAPER111", "PAPER222"}
+    assert lean.facts.keys() == {"PAPER777", "PAPER222"}
 
 
 def test_a_changed_item_gets_its_facts_again_on_the_next_pull(tmp_path: Path) -> None:
     path = pulled(tmp_path)
     with Store(path) as store:
         pull(SnapshotSource(library_file(tmp_path, title="Retitled — Now")), store)
-        assert store.load_page().facts["PAPER111"].title_key == "retitled now"
+        assert store.load_page().facts["PAPER777"].title_key == "retitled now"
 
 
 def test_facts_of_another_derivation_are_not_trusted_and_are_refreshed_on_a_writable_open(
@@ -123,11 +123,11 @@ def test_facts_of_another_derivation_are_not_trusted_and_are_refreshed_on_a_writ
         library = store.load_page()
         assert library.facts == {}  # not trusted: reconcile computes every item's facts itself
         assert page(library, catalogue) == expected
-    assert stored_facts(path)["PAPER111"][0] == "zzz"  # a read-only open writes nothing
+    assert stored_facts(path)["PAPER777"][0] == "zzz"  # a read-only open writes nothing
     with Store(path) as store:  # the next writable open (a pull) computes them again
         assert store.sync_state.facts_version == stored_version()
         library = store.load_page()
-        assert library.facts["PAPER111"] == PAPER_FACTS
+        assert library.facts["PAPER777"] == PAPER_FACTS
         assert page(library, catalogue) == expected
 
 
@@ -138,7 +138,7 @@ def test_a_hand_edited_item_loses_its_stored_facts_and_the_page_follows_the_edit
     edit(path, "UPDATE items SET title = 'Zebra' WHERE key = 'PAPER222'")
     with Store(path, readonly=True) as store:
         library = store.load_page()
-        assert "PAPER222" not in library.facts and "PAPER111" in library.facts
+        assert "PAPER222" not in library.facts and "PAPER777" in library.facts
         assert page(library, catalogue) == page(store.load(), catalogue)
         assert "Zebra" in page(library, catalogue)[0]
 
@@ -155,7 +155,7 @@ def test_a_schema_5_store_gets_its_facts_on_opening(tmp_path: Path) -> None:
     )
     with Store(path) as store:
         assert store.schema_version == len(MIGRATIONS)
-        assert store.load_page().facts["PAPER111"] == PAPER_FACTS
+        assert store.load_page().facts["PAPER777"] == PAPER_FACTS
 
 
 def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_path: Path) -> None:
@@ -164,8 +164,8 @@ def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_
     back_to_schema_6(path)
     with Store(path) as store:
         assert store.schema_version == len(MIGRATIONS)
-        assert store.load_page().facts["PAPER111"] == PAPER_FACTS
-    assert stored_facts(path) == before and before["PAPER111"] is not None
+        assert store.load_page().facts["PAPER777"] == PAPER_FACTS
+    assert stored_facts(path) == before and before["PAPER777"] is not None
 
 
 PAGE_ROWS = "SELECT * FROM item_page ORDER BY key"
@@ -178,17 +178,17 @@ def test_a_schema_7_store_gets_its_creators_as_arrays_and_keeps_its_page_rows(tm
     path = pulled(tmp_path)
     page_rows, schema = read(path, PAGE_ROWS), read(path, SCHEMA)
     back_to_schema_7(path)
-    ((old,),) = read(path, "SELECT creators FROM items WHERE key = 'PAPER111'")
+    ((old,),) = read(path, "SELECT creators FROM items WHERE key = 'PAPER777'")
     assert json.loads(old)[1] == {"creator_type": "editor", "last_name": "", "first_name": "", "name": "ACM"}
     with Store(path) as store:
         assert store.schema_version == len(MIGRATIONS) == 8
         # the rewritten text is what a pull writes: reading the library again finds nothing to rewrite
         report = pull(SnapshotSource(tmp_path / "lib.json"), store, full=True)
         assert report.reread == 3 and not report.result.changed
-    ((creators,),) = read(path, "SELECT creators FROM items WHERE key = 'PAPER111'")
+    ((creators,),) = read(path, "SELECT creators FROM items WHERE key = 'PAPER777'")
     assert creators == '[["author","Lovelace","Ada",""],["editor","","","ACM"]]'  # library_file's two
     assert read(path, PAGE_ROWS) == page_rows
-    assert stored_facts(path)["PAPER111"] == json.loads(json.dumps(PAPER_FACTS))
+    assert stored_facts(path)["PAPER777"] == json.loads(json.dumps(PAPER_FACTS))
     assert read(path, SCHEMA) == schema
     assert "items_parent" not in {name for _, name, _ in schema}
 
@@ -249,7 +249,7 @@ def test_the_page_leaves_out_creators_only_where_the_facts_hold_the_names(
     edit(path, "UPDATE items SET title = 'Zebra' WHERE key = 'PAPER222'")  # clears PAPER222's facts
     with Store(path, readonly=True) as store:
         lean = {i.key: i for i in store.load_page(creators=False).items}
-        assert lean["PAPER111"].creators == ()  # its facts carry the names
+        assert lean["PAPER777"].creators == ()  # its facts carry the names
         assert [c.display for c in lean["PAPER222"].creators] == ["Lovelace, Ada"]  # computed from these
         assert page(store.load_page(creators=False), catalogue) == page(store.load(), catalogue)
         assert "Lovelace, Ada; ACM" in page(store.load_page(creators=False), catalogue)[1]

@@ -71,10 +71,10 @@ def test_the_lean_load_leaves_abstracts_and_notes_in_the_store(tmp_path: Path) -
         api_item("ITEM2222", "A paper", abstractNote="long " * 200, date="2021", extra="DOI: 10.1/x"),
         api_pdf("PDFF2222", "ITEM2222"),
         {
-            "key": "NOTE2222",
+            "key": "NQTE2222",
             "version": 1,
             "data": {
-                "key": "NOTE2222",
+                "key": "NQTE2222",
                 "version": 1,
                 "itemType": "note",
                 "parentItem": "ITEM2222",
@@ -87,11 +87,11 @@ def test_the_lean_load_leaves_abstracts_and_notes_in_the_store(tmp_path: Path) -
         lean = {i.key: i for i in store.load_page().items}
         full = {i.key: i for i in store.load().items}
     assert set(lean["ITEM2222"].fields) <= set(PAGE_FIELDS)
-    assert "abstractNote" not in lean["ITEM2222"].fields and "NOTE2222" not in lean  # no note is read
+    assert "abstractNote" not in lean["ITEM2222"].fields and "NQTE2222" not in lean  # no note is read
     assert lean["ITEM2222"].doi == "10.1/x" and lean["ITEM2222"].year == "2021"
     assert lean["PDFF2222"].is_pdf
     assert full["ITEM2222"].fields["abstractNote"] == "long " * 200  # the full objects stay readable
-    assert full["NOTE2222"].get("note") == "<p>private</p>"
+    assert full["NQTE2222"].get("note") == "<p>private</p>"
     assert {k: v for k, v in full["ITEM2222"].fields.items() if k in PAGE_FIELDS} == dict(
         lean["ITEM2222"].fields
     )
@@ -126,15 +126,15 @@ def test_a_schema_4_store_gets_its_page_rows_with_tags_and_memberships_in_order(
     path = tmp_path / "s.sqlite"
     objects = [
         {"key": key, "version": 1, "data": {"key": key, "version": 1, "name": key, "parentCollection": False}}
-        for key in ("COLLZZZZ", "COLLAAAA", "COLLMMMM")
+        for key in ("CQLLZZZZ", "CQLLAAAA", "CQLLMMMM")
     ] + [
         api_item(
-            "ITEM1111",
+            "ITEM7777",
             "One",
             tags=["zeta", "alpha", {"tag": "mid", "type": 1}],
-            collections=["COLLZZZZ", "COLLAAAA"],
+            collections=["CQLLZZZZ", "CQLLAAAA"],
         ),
-        api_item("ITEM2222", "Two", tags=["b", "a"], collections=["COLLMMMM", "GONEGONE", "COLLAAAA"]),
+        api_item("ITEM2222", "Two", tags=["b", "a"], collections=["CQLLMMMM", "GQNEGQNE", "CQLLAAAA"]),
         api_item("ITEM3333", "Three"),
     ]
     with Store(path) as store:
@@ -162,7 +162,7 @@ def test_a_schema_4_store_gets_its_page_rows_with_tags_and_memberships_in_order(
         )
     }
     db.close()
-    assert tags["ITEM1111"] == [("zeta", 0), ("alpha", 0), ("mid", 1)]  # the order Zotero gave, unsorted
+    assert tags["ITEM7777"] == [("zeta", 0), ("alpha", 0), ("mid", 1)]  # the order Zotero gave, unsorted
     with Store(path) as store:
         assert store.schema_version == len(MIGRATIONS)
         lean = {i.key: i for i in store.load_page().items}
@@ -173,10 +173,10 @@ def test_a_schema_4_store_gets_its_page_rows_with_tags_and_memberships_in_order(
     assert snapshot["ITEM2222"].collections == tuple(memberships["ITEM2222"])  # a snapshot keeps them all
     assert {k: [(t.name, t.type) for t in i.tags] for k, i in lean.items() if i.tags} == tags
     assert lean["ITEM2222"].collections == (
-        "COLLMMMM",
-        "COLLAAAA",
+        "CQLLMMMM",
+        "CQLLAAAA",
     )  # a collection the store lacks is left out
-    assert memberships["ITEM2222"] == ["COLLMMMM", "GONEGONE", "COLLAAAA"]
+    assert memberships["ITEM2222"] == ["CQLLMMMM", "GQNEGQNE", "CQLLAAAA"]
     assert lean["ITEM3333"].tags == () and lean["ITEM3333"].collections == ()
     assert [(i.key, i.title, i.creators, i.tags, i.collections) for i in lean.values()] == [
         (i.key, i.title, i.creators, i.tags, i.collections) for i in full.values()
@@ -210,27 +210,27 @@ def test_tags_and_memberships_edited_by_hand_show_on_the_page_and_keep_its_facts
     with Store(path) as store:
         library = write_json(tmp_path / "lib.json", [api_item("ITEM2222", "T", tags=["a"])])
         pull(SnapshotSource(library), store)
-    edit(path, """UPDATE items SET tags = '[["hand",0]]', collections = '["COLL1111"]'""")
+    edit(path, """UPDATE items SET tags = '[["hand",0]]', collections = '["CQLL7777"]'""")
     with Store(path) as store:
         library = store.load_page()
         (item,) = library.items
         assert item.tags == (("hand", 0),) and item.key in library.facts  # no fact reads the tags
-        assert store.full_library().items[0].collections == ("COLL1111",)
+        assert store.full_library().items[0].collections == ("CQLL7777",)
 
 
 def test_page_rows_go_with_their_items(tmp_path: Path) -> None:
     """A trigger, not a foreign key, ties a page row to its item: a removed item, a store refilled from
     another source and a hand-edited key leave no page row behind."""
     path = tmp_path / "s.sqlite"
-    first = write_json(tmp_path / "a.json", [api_item("ITEM1111", "One"), api_item("ITEM2222", "Two")])
+    first = write_json(tmp_path / "a.json", [api_item("ITEM7777", "One"), api_item("ITEM2222", "Two")])
     with Store(path) as store:
         pull(SnapshotSource(first), store)
-        pull(SnapshotSource(write_json(first, [api_item("ITEM1111", "One")])), store)
+        pull(SnapshotSource(write_json(first, [api_item("ITEM7777", "One")])), store)
 
     def page_keys() -> list[str]:
         return [key for (key,) in read(path, "SELECT key FROM item_page ORDER BY key")]
 
-    assert page_keys() == ["ITEM1111"]
+    assert page_keys() == ["ITEM7777"]
     with Store(path) as store:  # another source replaces the store's content
         pull(SnapshotSource(write_json(tmp_path / "b.json", [api_item("ITEM3333", "Three")])), store)
     assert page_keys() == ["ITEM3333"]

@@ -54,17 +54,17 @@ def api_collection(key: str, name: str, parent: str | None = None, version: int 
 
 
 SMALL = [
-    api_collection("COLLAAAA", "Compilers"),
-    api_collection("COLLBBBB", "Kernels", parent="COLLAAAA"),
+    api_collection("CQLLAAAA", "Compilers"),
+    api_collection("CQLLBBBB", "Kernels", parent="CQLLAAAA"),
     api(
         "ITEMAAAA",
         "Rammer",
         "conferencePaper",
         proceedingsTitle="OSDI",
         date="2020-11-04",
-        collections=["COLLAAAA"],
+        collections=["CQLLAAAA"],
     ),
-    api("ITEMBBBB", "Roller", collections=["COLLBBBB"], publicationTitle="OSDI'22", DOI="10.1/roller"),
+    api("ITEMBBBB", "Roller", collections=["CQLLBBBB"], publicationTitle="OSDI'22", DOI="10.1/roller"),
     api("ITEMCCCC", "Welder", date="2023"),
 ]
 
@@ -364,7 +364,7 @@ def test_a_trashed_collection_is_gone_and_comes_back(tmp_path: Path, data_dir: P
     zdb = build(data_dir / "zotero.sqlite", SMALL)
     config = write_config(tmp_path, data_dir)
     pull(capsys, config)
-    zdb.trash_collection("COLLAAAA", at="2024-06-01 10:00:00")  # and with it its subcollection
+    zdb.trash_collection("CQLLAAAA", at="2024-06-01 10:00:00")  # and with it its subcollection
     pull(capsys, config)
     library = load(tmp_path)
     assert library.collections == ()
@@ -375,13 +375,13 @@ def test_a_trashed_collection_is_gone_and_comes_back(tmp_path: Path, data_dir: P
     )
     assert "1 updated" in pull(capsys, config)
 
-    zdb.restore_collection("COLLAAAA", at="2024-06-01 10:00:09")
+    zdb.restore_collection("CQLLAAAA", at="2024-06-01 10:00:09")
     pull(capsys, config)
     library = load(tmp_path)
-    assert library.collection_paths() == {"COLLAAAA": "Compilers", "COLLBBBB": "Compilers / Kernels"}
+    assert library.collection_paths() == {"CQLLAAAA": "Compilers", "CQLLBBBB": "Compilers / Kernels"}
     by_key = {i.key: i for i in library.items}
-    assert by_key["ITEMAAAA"].collections == ("COLLAAAA",)
-    assert by_key["ITEMBBBB"].collections == ("COLLBBBB",)
+    assert by_key["ITEMAAAA"].collections == ("CQLLAAAA",)
+    assert by_key["ITEMBBBB"].collections == ("CQLLBBBB",)
 
 
 # -- how values are read ------------------------------------------------------------------------------
@@ -503,15 +503,15 @@ def test_children_attachments_and_notes(data_dir: Path) -> None:
             collections=[],
         ),
         api(
-            "NOTEAAAA", "", "note", parentItem="ITEMAAAA", note="<p>Key idea</p>", creators=[], collections=[]
+            "NQTEAAAA", "", "note", parentItem="ITEMAAAA", note="<p>Key idea</p>", creators=[], collections=[]
         ),
     ]
     for obj in objects[-3:]:
         obj["data"].pop("title", None) if obj["data"]["itemType"] == "note" else None
     zdb = build(data_dir / "zotero.sqlite", objects)
-    zdb.add_annotation("ANNOTAAA", "ATTACHAA", "highlighted")
+    zdb.add_annotation("ANNQTAAA", "ATTACHAA", "highlighted")
     items = read(data_dir)
-    pdf, linked, note, annotation = (items[k] for k in ("ATTACHAA", "ATTACHBB", "NOTEAAAA", "ANNOTAAA"))
+    pdf, linked, note, annotation = (items[k] for k in ("ATTACHAA", "ATTACHBB", "NQTEAAAA", "ANNQTAAA"))
     assert (pdf.parent_key, pdf.is_pdf, pdf.get("linkMode"), pdf.get("filename")) == (
         "ITEMAAAA",
         True,
@@ -528,16 +528,16 @@ def test_children_attachments_and_notes(data_dir: Path) -> None:
     assert linked.get("accessDate") == "2023-07-22T07:30:56Z"
     assert (note.parent_key, note.get("note"), note.is_regular) == ("ITEMAAAA", "<p>Key idea</p>", False)
     assert (annotation.parent_key, annotation.get("annotationText")) == ("ATTACHAA", "highlighted")
-    assert all(items[k].collections == () for k in ("ATTACHAA", "ATTACHBB", "NOTEAAAA"))
+    assert all(items[k].collections == () for k in ("ATTACHAA", "ATTACHBB", "NQTEAAAA"))
 
 
 # -- group libraries and feeds ------------------------------------------------------------------------
 
 GROUP_OBJECTS = [
-    api_collection("GCOLAAAA", "Shared"),
-    api_collection("GCOLBBBB", "Shared reading", parent="GCOLAAAA", version=7),
-    api("GROUPAAA", "In a group library", collections=["GCOLBBBB"], version=9),
-    api("GROUPBBB", "Trashed in the group", deleted=1, version=3),
+    api_collection("GCQLAAAA", "Shared"),
+    api_collection("GCQLBBBB", "Shared reading", parent="GCQLAAAA", version=7),
+    api("GRQUPAAA", "In a group library", collections=["GCQLBBBB"], version=9),
+    api("GRQUPBBB", "Trashed in the group", deleted=1, version=3),
 ]
 
 
@@ -553,7 +553,7 @@ def test_the_user_library_is_my_library_only(data_dir: Path) -> None:
     with_group_and_feed(data_dir)
     changes = LocalSource(data_dir).changes(None)
     assert {i.key for i in changes.items} == {"ITEMAAAA", "ITEMBBBB", "ITEMCCCC"}
-    assert {c.key for c in changes.collections} == {"COLLAAAA", "COLLBBBB"}
+    assert {c.key for c in changes.collections} == {"CQLLAAAA", "CQLLBBBB"}
     assert (changes.library_type, changes.library_id) == ("user", str(factories.LIBRARY["id"]))
     # library_id is not needed for the user library, and ignored (it may hold the web source's id)
     assert LocalSource(data_dir, "user", "999").changes(None) == changes
@@ -563,12 +563,12 @@ def test_a_group_library_by_its_group_id(data_dir: Path) -> None:
     with_group_and_feed(data_dir)
     changes = LocalSource(data_dir, "group", str(GROUP_ID)).changes(None)
     items = {i.key: i for i in changes.items}
-    assert set(items) == {"GROUPAAA", "GROUPBBB"}
-    assert items["GROUPAAA"].collections == ("GCOLBBBB",)
-    assert items["GROUPBBB"].deleted and not items["GROUPAAA"].deleted
+    assert set(items) == {"GRQUPAAA", "GRQUPBBB"}
+    assert items["GRQUPAAA"].collections == ("GCQLBBBB",)
+    assert items["GRQUPBBB"].deleted and not items["GRQUPAAA"].deleted
     assert [(c.key, c.parent_key) for c in changes.collections] == [
-        ("GCOLAAAA", None),
-        ("GCOLBBBB", "GCOLAAAA"),
+        ("GCQLAAAA", None),
+        ("GCQLBBBB", "GCQLAAAA"),
     ]
     assert (changes.library_type, changes.library_id, changes.library_name) == ("group", "4711", GROUP_NAME)
     assert all((i.library_type, i.library_id) == ("group", "4711") for i in changes.items)
@@ -635,7 +635,7 @@ def test_switching_library_rebuilds_the_store_and_status_names_it(
     # Every item of the user library would leave the page: the safety valve asks for --force.
     assert "would remove 3 of the 3 Zotero items" in run("--config", str(group_config), "pull").err
     assert run("--config", str(group_config), "pull", "--force").code == 0
-    assert {i.key for i in load(tmp_path).items} == {"GROUPAAA", "GROUPBBB"}  # nothing of the user's left
+    assert {i.key for i in load(tmp_path).items} == {"GRQUPAAA", "GRQUPBBB"}  # nothing of the user's left
     status = run("--config", str(group_config), "status")
     assert status.out.splitlines()[0].startswith(f'library: group 4711 "A group" from {database}, version 9,')
     report = json.loads(run("--config", str(group_config), "status", "--format", "json").out)["library"]
@@ -774,11 +774,11 @@ def test_zotero_10_counts_local_writes_within_one_second(tmp_path: Path, data_di
         zdb.edit_field("ITEMCCCC", "title", "Welder, second edit", at="2024-06-01 10:00:00", conn=zotero)
         assert (data_dir / "zotero.sqlite-wal").stat().st_size > 0
         assert "1 updated" in pull(capsys, config)
-        zdb.trash_collection("COLLBBBB", at="2024-06-01 10:00:00", conn=zotero)
+        zdb.trash_collection("CQLLBBBB", at="2024-06-01 10:00:00", conn=zotero)
         assert "1 removed" in pull(capsys, config)
     library = load(tmp_path)
     assert next(i for i in library.items if i.key == "ITEMCCCC").title == "Welder, second edit"
-    assert [c.key for c in library.collections] == ["COLLAAAA"]
+    assert [c.key for c in library.collections] == ["CQLLAAAA"]
 
 
 @pytest.mark.parametrize("schema", [130, 131])

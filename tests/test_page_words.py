@@ -19,8 +19,8 @@ def own_project(folder: Path, exports: str) -> Path:
     write_json(
         folder / "library.json",
         [
-            api_collection("COLL2222", "Systems"),
-            api_item("ITEM2222", "A paper with tags", tags=["gpu", "ir"], collections=["COLL2222"]),
+            api_collection("CQLL2222", "Systems"),
+            api_item("ITEM2222", "A paper with tags", tags=["gpu", "ir"], collections=["CQLL2222"]),
             api_item("YEAR2222", "A paper with a year", date="2023", url="https://example.org/y"),
             api_pdf("PDFA2222", "YEAR2222"),
             api_pdf("PDFB2222", "YEAR2222", dateAdded="2024-02-01T00:00:00Z"),

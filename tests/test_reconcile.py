@@ -25,16 +25,16 @@ def library(*objects: dict) -> Library:
 RULES = [
     # (rule, curated entry, Zotero item that must match it)
     ("zotero_key", entry("Anything at all", zotero_key="ABCD2345"), api_item("ABCD2345", "Real Title")),
-    ("doi", entry("Other words", doi="10.1145/ABC.123"), api_item("DOI22222", "T", DOI="10.1145/abc.123")),
+    ("doi", entry("Other words", doi="10.1145/ABC.123"), api_item("DQI22222", "T", DOI="10.1145/abc.123")),
     (
         "doi",
         entry("Other words", doi="https://doi.org/10.1145/x"),
-        api_item("DOI33333", "T", DOI="10.1145/X"),
+        api_item("DQI33333", "T", DOI="10.1145/X"),
     ),
     (
         "doi",
         entry("Other words", links=(Link("Paper", "https://doi.org/10.1/z"),)),
-        api_item("DOI44444", "T", extra="DOI: 10.1/Z"),
+        api_item("DQI44444", "T", extra="DOI: 10.1/Z"),
     ),
     (
         "arxiv",
@@ -77,9 +77,9 @@ def test_each_rule_matches(rule: str, curated: CatalogueEntry, obj: dict) -> Non
 
 def test_stronger_evidence_wins_over_title() -> None:
     by_title = api_item("TITLE222", "Shared Title")
-    by_doi = api_item("DOI22222", "Renamed in Zotero", DOI="10.1/x")
+    by_doi = api_item("DQI22222", "Renamed in Zotero", DOI="10.1/x")
     result = match([entry("Shared Title", doi="10.1/x")], items(by_title, by_doi))
-    assert result.item_for(entry("Shared Title")).key == "DOI22222"
+    assert result.item_for(entry("Shared Title")).key == "DQI22222"
 
 
 def test_pin_never_falls_back_to_guessing() -> None:
@@ -99,7 +99,7 @@ def test_a_pin_to_a_trashed_attachment_is_not_in_the_library_whether_attachments
 
 
 def test_trashed_item_leaves_entry_unmatched_and_says_why() -> None:
-    result = match([entry("Gone Paper")], items(api_item("GONE2222", "Gone Paper", deleted=1)))
+    result = match([entry("Gone Paper")], items(api_item("GQNE2222", "Gone Paper", deleted=1)))
     assert result.by_title == {}
     assert [(u.title, u.reason) for u in result.unmatched] == [("Gone Paper", "item is in the trash")]
 
@@ -135,7 +135,7 @@ def test_notes_attachments_and_trashed_items_are_not_entries() -> None:
     lib = library(
         api_item("REGU2222", "Regular"),
         api_pdf("PDFA2222", "REGU2222"),
-        api_child("NOTE2222", "REGU2222", "note", note="<p>hi</p>"),
+        api_child("NQTE2222", "REGU2222", "note", note="<p>hi</p>"),
         api_item("TRSH2222", "Trashed", deleted=1),
     )
     rows = reconcile(Catalogue(), lib).placements
@@ -175,18 +175,18 @@ def test_fallbacks_derive_venue_and_links_from_zotero() -> None:
     lib = library(
         api_item("VENU2222", "With venue", publicationTitle="Journal of Tests", date="2017"),
         api_item("YEAR2222", "Year only", date="2023-05-01"),
-        api_item("NONE2222", "Nothing known"),
-        api_pdf("PDF12222", "NONE2222", dateAdded="2024-01-02T00:00:00Z"),
-        api_pdf("PDF02222", "NONE2222", dateAdded="2024-01-01T00:00:00Z"),
+        api_item("NQNE2222", "Nothing known"),
+        api_pdf("PDF72222", "NQNE2222", dateAdded="2024-01-02T00:00:00Z"),
+        api_pdf("PDF82222", "NQNE2222", dateAdded="2024-01-01T00:00:00Z"),
     )
     rows = {r.title: r for r in reconcile(Catalogue(), lib, Options(archive_link="a.md#{key}")).placements}
     assert rows["With venue"].venue == "Journal of Tests · 2017"
     assert (rows["Year only"].venue, rows["Year only"].year) == ("", "2023")
     assert rows["Nothing known"].links == (
-        Link("PDF", "zotero://open-pdf/library/items/PDF02222", kind="pdf"),
-        Link("PDF2", "zotero://open-pdf/library/items/PDF12222", kind="pdf"),
-        Link("Zotero", "zotero://select/library/items/NONE2222", kind="zotero"),
-        Link("归档标签", "a.md#NONE2222", kind="archive"),
+        Link("PDF", "zotero://open-pdf/library/items/PDF82222", kind="pdf"),
+        Link("PDF2", "zotero://open-pdf/library/items/PDF72222", kind="pdf"),
+        Link("Zotero", "zotero://select/library/items/NQNE2222", kind="zotero"),
+        Link("归档标签", "a.md#NQNE2222", kind="archive"),
     )
 
 
@@ -214,14 +214,14 @@ def test_curated_status_wins_and_disagreement_is_reported() -> None:
 
 def test_page_order_catalogue_first_then_collection_paths_sorted() -> None:
     lib = library(
-        api_collection("TOPC2222", "Top"),
-        api_collection("SUBB2222", "B child", "TOPC2222"),
-        api_collection("SUBA2222", "A child", "TOPC2222"),
+        api_collection("TQPC2222", "Top"),
+        api_collection("SUBB2222", "B child", "TQPC2222"),
+        api_collection("SUBA2222", "A child", "TQPC2222"),
         api_item("ZETA2222", "zeta", collections=["SUBB2222"]),
         api_item("ALFA2222", "Alpha", collections=["SUBB2222", "SUBA2222"]),
         api_item("BETA2222", "beta", collections=["SUBB2222"]),
         api_item("CURA2222", "Curated one", collections=["SUBA2222"]),
-        api_item("LOOS2222", "Loose"),
+        api_item("LQQS2222", "Loose"),
     )
     catalogue = Catalogue(
         "t",

@@ -114,7 +114,7 @@ def unusual_items() -> list[dict[str, Any]]:
     """Shapes the demo lacks: a case (its title is caseName), an email (subject), an organisation as
     author, an annotation under a PDF, a trashed note, an item in a collection that goes to the trash."""
     objects = [
-        factories.api_collection("TRSHCOLL", "Soon trashed", version=5),
+        factories.api_collection("TRSHCQLL", "Soon trashed", version=5),
         factories.api_item(
             "CASEAAAA",
             "",
@@ -126,16 +126,16 @@ def unusual_items() -> list[dict[str, Any]]:
         ),
         factories.api_item("MAILAAAA", "", "email", subject="Re: the draft", version=5),
         factories.api_item(
-            "ORGAAAAA",
+            "QRGAAAAA",
             "Consortium report",
             "report",
             creators=[{"creatorType": "author", "name": "The Tensor Compiler Consortium"}],
             tags=["read", {"tag": "auto", "type": 1}],
-            collections=["TRSHCOLL"],
+            collections=["TRSHCQLL"],
             version=5,
         ),
-        factories.api_pdf("ORGPDFAA", "ORGAAAAA", filename="report.pdf", md5="abc", mtime=1, version=5),
-        factories.api_child("ORGNOTEA", "ORGAAAAA", "note", note="<p>gone</p>", deleted=1, version=5),
+        factories.api_pdf("QRGPDFAA", "QRGAAAAA", filename="report.pdf", md5="abc", mtime=1, version=5),
+        factories.api_child("QRGNQTEA", "QRGAAAAA", "note", note="<p>gone</p>", deleted=1, version=5),
     ]
     for obj in objects:
         data = obj["data"]
@@ -150,18 +150,18 @@ def test_round_trip_from_a_zotero_database(tmp_path: Path, run) -> None:
     data_dir = tmp_path / "Zotero"
     objects = [*load_snapshot(SEED), *unusual_items()]
     zdb = build(data_dir / "zotero.sqlite", objects, seed=5)
-    zdb.add_annotation("ANNOTAAA", "ORGPDFAA", "highlighted")
-    zdb.trash_collection("TRSHCOLL", at="2024-06-01 10:00:00")
+    zdb.add_annotation("ANNQTAAA", "QRGPDFAA", "highlighted")
+    zdb.trash_collection("TRSHCQLL", at="2024-06-01 10:00:00")
     config = write_config(tmp_path, "local", type="local", path=str(data_dir))
     frozen, replay = round_trip(run, tmp_path, config, "local")
     assert_same_library(tmp_path, "local")
     assert_byte_stable(run, frozen, replay)
 
     by_key = {o["key"]: o["data"] for o in json.loads(frozen.read_text("utf-8"))}
-    assert "TRSHCOLL" not in by_key  # a trashed collection is not in the store, so not in the file
+    assert "TRSHCQLL" not in by_key  # a trashed collection is not in the store, so not in the file
     assert by_key["CASEAAAA"]["caseName"] == "Marbury v. Madison" and "title" not in by_key["CASEAAAA"]
-    assert by_key["ORGNOTEA"]["deleted"] == 1 and by_key["ORGNOTEA"]["parentItem"] == "ORGAAAAA"
-    assert by_key["ANNOTAAA"]["annotationText"] == "highlighted"
+    assert by_key["QRGNQTEA"]["deleted"] == 1 and by_key["QRGNQTEA"]["parentItem"] == "QRGAAAAA"
+    assert by_key["ANNQTAAA"]["annotationText"] == "highlighted"
     with sqlite3.connect(tmp_path / "local-replay.sqlite") as db:
         titles = dict(db.execute("SELECT key, title FROM items WHERE key IN ('CASEAAAA', 'MAILAAAA')"))
     assert titles == {"CASEAAAA": "Marbury v. Madison", "MAILAAAA": "Re: the draft"}
@@ -170,7 +170,7 @@ def test_round_trip_from_a_zotero_database(tmp_path: Path, run) -> None:
 def test_round_trip_from_the_web_api(tmp_path: Path, run, zotero_api) -> None:
     library = FakeLibrary.from_snapshot([*load_snapshot(SEED), *unusual_items()])
     library.trash_item("AS5BSQEA")
-    library.delete_collection("TRSHCOLL")
+    library.delete_collection("TRSHCQLL")
     server = zotero_api(library)
     config = write_config(
         tmp_path,

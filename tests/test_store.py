@@ -119,8 +119,8 @@ def test_a_changed_snapshot_is_reflected_exactly(tmp_path: Path) -> None:
 
 def test_deleting_a_collection_drops_its_subcollections_and_their_memberships(tmp_path: Path) -> None:
     objects = [
-        api_collection("TOPP2222", "Top"),
-        api_collection("SUBB2222", "Sub", "TOPP2222"),
+        api_collection("TQPP2222", "Top"),
+        api_collection("SUBB2222", "Sub", "TQPP2222"),
         api_collection("KEEP2222", "Keep"),
         api_item("ITEM2222", "In sub", collections=["SUBB2222", "KEEP2222"]),
         api_pdf("PDFF2222", "ITEM2222"),
@@ -130,19 +130,19 @@ def test_deleting_a_collection_drops_its_subcollections_and_their_memberships(tm
         source = SnapshotSource(path)
         pull(source, store)
         # What an incremental source reports: only the parent in /deleted, yet its child goes too.
-        store.apply(Changes(library_version=999, deleted_collections=frozenset({"TOPP2222"})), source.id)
+        store.apply(Changes(library_version=999, deleted_collections=frozenset({"TQPP2222"})), source.id)
         library = store.load()
     assert {c.key for c in library.collections} == {"KEEP2222"}
     assert {i.key: i.collections for i in library.items}["ITEM2222"] == ("KEEP2222",)
 
 
 def test_another_library_replaces_the_store_content(tmp_path: Path) -> None:
-    one = write_json(tmp_path / "one.json", [api_item("ONEE2222", "One")])
-    two = write_json(tmp_path / "two.json", [api_item("TWOO2222", "Two")])
+    one = write_json(tmp_path / "one.json", [api_item("QNEE2222", "One")])
+    two = write_json(tmp_path / "two.json", [api_item("TWQQ2222", "Two")])
     with Store(tmp_path / "s.sqlite") as store:
         pull(SnapshotSource(one), store)
         pull(SnapshotSource(two), store)
-        assert [i.key for i in store.load().items] == ["TWOO2222"]
+        assert [i.key for i in store.load().items] == ["TWQQ2222"]
 
 
 def test_a_failure_mid_pull_leaves_the_previous_state(
@@ -211,10 +211,10 @@ def test_a_killed_process_leaves_a_consistent_store(tmp_path: Path) -> None:
 
 
 def test_a_trashed_collection_leaves_and_its_restore_brings_its_items_back(tmp_path: Path) -> None:
-    top = api_collection("TOPP2222", "Top", version=1)
+    top = api_collection("TQPP2222", "Top", version=1)
     objects = [
         top,
-        api_collection("SUBB2222", "Sub", "TOPP2222", version=1),
+        api_collection("SUBB2222", "Sub", "TQPP2222", version=1),
         api_item("ITEM2222", "In sub", collections=["SUBB2222"], version=1),
     ]
     path = write_json(tmp_path / "lib.json", objects)
@@ -232,7 +232,7 @@ def test_a_trashed_collection_leaves_and_its_restore_brings_its_items_back(tmp_p
         pull(SnapshotSource(path), store)
         restored = store.load()
     assert trashed.collections == () and trashed.items[0].collections == ()
-    assert {c.key for c in restored.collections} == {"TOPP2222", "SUBB2222"}
+    assert {c.key for c in restored.collections} == {"TQPP2222", "SUBB2222"}
     assert restored.items[0].collections == ("SUBB2222",)
 
 
@@ -262,17 +262,17 @@ def test_pull_full_rewrites_objects_a_trusted_version_would_skip(tmp_path: Path)
 
 def test_a_subcollection_moved_out_of_a_deleted_parent_in_the_same_pull_stays(tmp_path: Path) -> None:
     objects = [
-        api_collection("TOPP2222", "Top"),
-        api_collection("SUBB2222", "Sub", "TOPP2222"),
-        api_collection("OTHR2222", "Other"),
+        api_collection("TQPP2222", "Top"),
+        api_collection("SUBB2222", "Sub", "TQPP2222"),
+        api_collection("QTHR2222", "Other"),
     ]
     path = write_json(tmp_path / "lib.json", objects)
     with Store(tmp_path / "s.sqlite") as store:
         source = SnapshotSource(path)
         pull(source, store)
-        moved = Collection.from_api(api_collection("SUBB2222", "Sub", "OTHR2222", version=900))
+        moved = Collection.from_api(api_collection("SUBB2222", "Sub", "QTHR2222", version=900))
         changes = Changes(
-            library_version=900, collections=(moved,), deleted_collections=frozenset({"TOPP2222"})
+            library_version=900, collections=(moved,), deleted_collections=frozenset({"TQPP2222"})
         )
         store.apply(changes, source.id)
-        assert store.load().collection_paths() == {"OTHR2222": "Other", "SUBB2222": "Other / Sub"}
+        assert store.load().collection_paths() == {"QTHR2222": "Other", "SUBB2222": "Other / Sub"}

@@ -6,14 +6,13 @@ zotsync never rewrites this file wholesale: it is the curator's, comments and al
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import CatalogError, ConfigError, ZotsyncError
 from .inputs import MAX_YAML, read_input, why_unreadable
-from .model import Catalogue, CatalogueEntry, Category, Link
+from .model import ZOTERO_KEY, Catalogue, CatalogueEntry, Category, Link
 from .text import did_you_mean
 from .yamlio import line_of, load_yaml, parse_yaml, text_of, where
 
@@ -33,7 +32,6 @@ ENTRY_KEYS = (
     "isbn",
     "year",
 )
-ZOTERO_KEY = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
 
 
 def _near_file(path: Path) -> str:

@@ -39,6 +39,9 @@ VENUE_FIELDS: tuple[str, ...] = (
     "company",
 )
 
+# An item or collection key as Zotero makes them: 8 characters, digits 2–9 and capitals without O (a
+# key that is not one would make a snapshot zotsync refuses to read back).
+ZOTERO_KEY = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
 _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|2\d\d\d)(?!\d)")
 
 
@@ -193,6 +196,7 @@ _STRUCTURED = frozenset(
     {"key", "version", "itemType", "creators", "tags", "collections", "parentItem", "deleted", "relations"}
 )
 
+NOT_A_KEY = "not a Zotero key (8 characters: digits 2–9 and capitals but O)"
 MAX_VERSION = 2**53  # Zotero's versions are JavaScript integers; anything above is not a version
 
 
@@ -220,8 +224,8 @@ def _data_and_key(obj: Mapping[str, Any], kind: str) -> tuple[Mapping[str, Any],
     if not isinstance(data, dict):
         raise InvalidObject(f"{kind} {_shown(key)}: 'data' is not an object")
     key = data.get("key", key)
-    if not isinstance(key, str) or not key or not key.isalnum():
-        raise InvalidObject(f"{kind} {_shown(key)}: 'key' is missing or not an object key")
+    if not isinstance(key, str) or not ZOTERO_KEY.match(key):
+        raise InvalidObject(f"{kind} {_shown(key)}: 'key' is missing or {NOT_A_KEY}")
     return data, key
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from ..app import open_store
 from ..config import Config
+from ..errors import StoreError
+from ..model import NOT_A_KEY, ZOTERO_KEY
 from ..sources import snapshot
 
 
@@ -13,4 +15,13 @@ def render(config: Config) -> str:
     with open_store(config, readonly=True) as store:  # reads only: never creates or upgrades it
         library = store.full_library()
         name = store.sync_state.library_name
+    # A store an older zotsync filled may hold keys its sources no longer take in: a file made of them
+    # would be refused when read back, so none is written.
+    odd = next((o for o in (*library.collections, *library.items) if not ZOTERO_KEY.match(o.key)), None)
+    if odd is not None:
+        kind = "collection" if odd in library.collections else "item"
+        raise StoreError(
+            f"the store holds the {kind} key {odd.key!r}, which is {NOT_A_KEY}: a snapshot of it could not "
+            "be read back; pull the library again into a new store"
+        )
     return snapshot.dumps(library, name)

@@ -46,7 +46,7 @@ from typing import Any
 
 from ..errors import ConfigError, SourceError
 from ..inputs import absolute, open_input
-from ..model import Changes, Collection, Creator, Item, Tag, sane_version
+from ..model import NOT_A_KEY, ZOTERO_KEY, Changes, Collection, Creator, Item, Tag, sane_version
 from ..secrets import excerpt
 from .base import Sink
 
@@ -398,6 +398,11 @@ class _Reader:
         )
         return self._integer(effective, what, "version")
 
+    def _check_key(self, key: object, kind: str) -> None:
+        """Zotero's keys only: a snapshot of this library must read back (hand-edited rows can hold any)."""
+        if type(key) is not str or not ZOTERO_KEY.match(key):
+            raise SourceError(f"{self.path}: the {kind} key {excerpt(repr(key), 40)} is {NOT_A_KEY}")
+
     def _integer(self, value: object, what: str, column: str) -> int:
         """A version or type number as Zotero writes it: an integer from 0 to 2^53. Anything else (text, a
         fraction, 1e30) is a damaged database: one line naming the object, not a number made up."""
@@ -447,6 +452,7 @@ class _Reader:
         collections: list[Collection] = []
         latest = 0
         for cid, key, name, parent, version, synced, modified, cv in rows:
+            self._check_key(key, "collection")
             effective = self._effective(version, synced, modified, cv, f"collection {key}")
             latest = max(latest, effective)
             if cid not in gone:
@@ -470,6 +476,7 @@ class _Reader:
             f" {client_version} FROM items WHERE libraryID = ?",
             (library.library_id,),
         ):
+            self._check_key(key, "item")
             # an id that is no integer (a damaged database) is as unknown as a number no type has
             item_type = item_types.get(type_id) if type(type_id) is int else None
             if item_type is None:
