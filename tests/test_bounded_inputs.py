@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SEEDS
+from hypothesis import given
+from hypothesis import strategies as st
 from test_web_source import small_library, write_web_config
 from zotero_sqlite import build, load_snapshot
 
 from zotsync.inputs import MAX_SNAPSHOT, MAX_YAML
+from zotsync.model import may_hold_lone_surrogates, without_lone_surrogates
 
 posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes and /dev are POSIX")
 
@@ -350,3 +353,66 @@ def test_snapshot_writes_no_file_it_would_refuse_to_read_from_an_older_store(tmp
         "could not be read back; pull the library again into a new store"
     )
     assert not frozen.exists()
+
+
+# -- half an emoji ----------------------------------------------------------------------------------------
+
+HALF = "Half \ud83d an emoji"  # what JSON's "Half \ud83d an emoji" decodes to: no encoder can write it
+WARNING = (
+    "zotsync: 1 object holds text that is not valid Unicode (half of an emoji, a lone UTF-16 surrogate), "
+    "kept with U+FFFD (\ufffd) in its place: {key}"
+)
+
+
+def test_half_an_emoji_in_a_snapshot_is_replaced_and_named_once(tmp_path: Path, run) -> None:
+    objects = load_snapshot(SEEDS / "zotero-library.json")
+    target = next(o for o in objects if o["data"].get("title") and not o["data"].get("parentItem"))
+    target["data"]["title"] = HALF
+    snapshot = tmp_path / "library.json"
+    snapshot.write_text(json.dumps(objects), encoding="utf-8")  # ASCII: the half is written "\ud83d"
+    config = folder_with(tmp_path, snapshot=snapshot)
+    result = run("-q", "--config", str(config), "sync")
+    assert (result.code, result.err) == (0, WARNING.format(key=target["key"]) + "\n")
+    assert "Half \ufffd an emoji" in (tmp_path / "exports" / "catalog.md").read_text(encoding="utf-8")
+    assert run("-q", "--config", str(config), "sync").err == ""  # the same file is not read again
+
+
+def test_half_an_emoji_from_the_web_api_is_replaced_and_named_once(tmp_path: Path, run, zotero_api) -> None:
+    library = small_library()
+    key = library.add_item(HALF)
+    server = zotero_api(library)
+    config = write_web_config(tmp_path, server.url)
+    result = run("-q", "--config", str(config), "sync")
+    assert (result.code, result.err) == (0, WARNING.format(key=key) + "\n")
+    assert run("-q", "--config", str(config), "list", "--search", "emoji").out.startswith(f"{key} ")
+    assert "Half \ufffd an emoji" in run("--config", str(config), "list", "--format", "json").out
+    assert run("-q", "--config", str(config), "sync").err == ""  # unchanged: nothing read, nothing said
+
+
+def is_half(c: str) -> bool:
+    return 0xD800 <= ord(c) <= 0xDFFF
+
+
+@given(st.lists(st.text(st.characters(exclude_categories=[])), max_size=4), st.booleans())
+def test_any_text_comes_out_writable_and_text_without_halves_unchanged(
+    texts: list[str], escaped: bool
+) -> None:
+    """Whatever a server or a file sends — halves escaped (`\\ud83d`) or as their raw UTF-8 bytes — the
+    cheap test on the raw text never misses one, and what comes out can be written."""
+    objects = [
+        {"key": "ABCD2345", "data": {"key": "ABCD2345", "title": t, "tags": [{"tag": t}]}} for t in texts
+    ]
+    raw = (
+        json.dumps(objects)
+        if escaped
+        else json.dumps(objects, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    )
+    sent = [o["data"]["title"] for o in json.loads(raw)]  # a pair of halves decodes to its one character
+    halves = [t for t in sent if any(map(is_half, t))]
+    assert may_hold_lone_surrogates(raw) or not halves
+    clean, repaired = without_lone_surrogates(json.loads(raw))
+    json.dumps(clean, ensure_ascii=False).encode("utf-8")  # raises on any half left
+    assert repaired == ["ABCD2345"] * len(halves)
+    assert [o["data"]["title"] for o in clean] == [
+        "".join("\ufffd" if is_half(c) else c for c in t) for t in sent
+    ]

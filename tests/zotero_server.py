@@ -108,7 +108,12 @@ class FakeLibrary:
         key = obj["data"]["key"]
         cached = self._json.get(key)
         if cached is None:
-            cached = self._json[key] = json.dumps(obj, ensure_ascii=False).encode()
+            text = json.dumps(obj, ensure_ascii=False)
+            try:
+                cached = text.encode()
+            except UnicodeEncodeError:  # a lone surrogate (half an emoji): escaped, as zotero.org sends it
+                cached = json.dumps(obj).encode()
+            self._json[key] = cached
         return cached
 
     # -- writes: each is one Zotero write, bumping the library version once -------------------

@@ -213,6 +213,51 @@ def sane_version(value: object) -> int | None:
     return None
 
 
+# Half of a UTF-16 surrogate pair (half an emoji): JSON's `"\ud83d"` decodes to it, and no encoder can
+# write it, so one in a title failed every pull where the store wrote it.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def may_hold_lone_surrogates(raw: bytes | str) -> bool:
+    """Whether JSON text can decode to a lone surrogate: it holds a `\\uD800`–`\\uDFFF` escape or (as
+    bytes) the UTF-8 form of one, which `json.loads` lets through. A cheap test of the raw text, so that
+    only such text is searched object by object (a false alarm costs that search, nothing else)."""
+    if isinstance(raw, bytes):
+        return b"\\ud" in raw or b"\\uD" in raw or b"\xed" in raw
+    return "\\ud" in raw or "\\uD" in raw
+
+
+def without_lone_surrogates(objects: list[Any]) -> tuple[list[Any], list[str]]:
+    """The API objects with every lone surrogate in their text replaced by U+FFFD (which shows where it
+    was), and the keys of the objects that held one."""
+    repaired: list[str] = []
+    result = []
+    for obj in objects:
+        try:
+            clean, changed = _clean(obj)
+        except RecursionError:  # JSON nested as deep as the parser reads: no Zotero object is
+            raise InvalidObject("an object is nested too deeply to be read") from None
+        if changed:
+            data = clean.get("data") if isinstance(clean, dict) else None
+            key = data.get("key") if isinstance(data, dict) else None
+            repaired.append(_shown(key or (clean.get("key") if isinstance(clean, dict) else None)))
+        result.append(clean)
+    return result, repaired
+
+
+def _clean(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, str):
+        text, count = _LONE_SURROGATE.subn("\ufffd", value)
+        return text, count > 0
+    if isinstance(value, dict):
+        pairs = [(_clean(k), _clean(v)) for k, v in value.items()]
+        return {k: v for (k, _), (v, _) in pairs}, any(a or b for (_, a), (_, b) in pairs)
+    if isinstance(value, list):
+        items = [_clean(v) for v in value]
+        return [v for v, _ in items], any(changed for _, changed in items)
+    return value, False
+
+
 def _data_and_key(obj: Mapping[str, Any], kind: str) -> tuple[Mapping[str, Any], str]:
     key = obj.get("key")
     if "data" in obj:

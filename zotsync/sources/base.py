@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -54,3 +55,18 @@ def split_objects(objects: Iterable[Mapping[str, Any]]) -> tuple[list[Item], lis
         else:
             items.append(Item.from_api(obj))
     return items, collections
+
+
+def warn_repaired(keys: Iterable[str]) -> None:
+    """Once per pull: the objects whose text held lone surrogates (`model.without_lone_surrogates`)."""
+    shown = sorted(set(keys))
+    if not shown:
+        return
+    named = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+    logging.getLogger("zotsync").warning(
+        "%d %s text that is not valid Unicode (half of an emoji, a lone UTF-16 surrogate), kept with "
+        "U+FFFD (\ufffd) in its place: %s",
+        len(shown),
+        "object holds" if len(shown) == 1 else "objects hold",
+        named,
+    )

@@ -13,8 +13,18 @@ from typing import Any
 from ..errors import ConfigError, SourceError
 from ..fingerprint import file_digest
 from ..inputs import MAX_SNAPSHOT, read_text_input
-from ..model import CHILD_TYPES, Changes, Collection, Creator, InvalidObject, Item, Library
-from .base import Sink, split_objects
+from ..model import (
+    CHILD_TYPES,
+    Changes,
+    Collection,
+    Creator,
+    InvalidObject,
+    Item,
+    Library,
+    may_hold_lone_surrogates,
+    without_lone_surrogates,
+)
+from .base import Sink, split_objects, warn_repaired
 
 
 class SnapshotSource:
@@ -40,12 +50,16 @@ class SnapshotSource:
         objects = _parse(self.path, text)
         if not isinstance(objects, list) or not all(isinstance(o, dict) for o in objects):
             raise SourceError(f"{self.path}: a snapshot is a JSON array of Zotero API objects")
+        repaired: list[str] = []
         try:
+            if may_hold_lone_surrogates(text):
+                objects, repaired = without_lone_surrogates(objects)
             items, collections = split_objects(objects)
         except InvalidObject as exc:
             raise SourceError(f"{self.path}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise SourceError(f"{self.path}: an object lacks a valid {exc} field") from None
+        warn_repaired(repaired)
         library = next((o["library"] for o in objects if isinstance(o.get("library"), dict)), {})
         version = max((o.version for o in (*items, *collections)), default=0)
         # A snapshot is the whole library, so it also tells what was deleted: whatever it lacks. It is

@@ -21,6 +21,7 @@ import functools
 import json
 import logging
 import math
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,12 +33,20 @@ from pyzotero import Zotero
 from ..config import DEFAULT_DEADLINE, SourceConfig
 from ..errors import SourceError
 from ..gcpause import bulk_phase
-from ..model import Changes, Collection, InvalidObject, Item, sane_version
+from ..model import (
+    Changes,
+    Collection,
+    InvalidObject,
+    Item,
+    may_hold_lone_surrogates,
+    sane_version,
+    without_lone_surrogates,
+)
 from ..net import Clock, HttpClient, Limits, Reply, RequestFailed, RequestPolicy, Transient, run_ahead
 from ..net import progress as progress_bar
 from ..net.transports import HttpxTransport
 from ..secrets import excerpt, register, register_url
-from .base import Sink
+from .base import Sink, warn_repaired
 
 log = logging.getLogger("zotsync.web")
 
@@ -59,6 +68,7 @@ class _Reply:
     total: int | None  # Total-Results
     body: Any  # parsed JSON (None for a 304, and for a listing once converted: its JSON is dropped)
     objects: tuple[Any, ...] = ()  # a listing's objects as model objects, converted as the page arrived
+    suspect: bool = False  # the body may hold lone surrogates (model.may_hold_lone_surrogates)
 
     @property
     def count(self) -> int:
@@ -101,6 +111,8 @@ class WebSource:
         self.concurrency = max(1, min(self.CONCURRENCY if concurrency is None else concurrency, 4))
         self.deadline = deadline
         self.policy = RequestPolicy(limits, clock)
+        self._repaired: set[str] = set()  # keys of the objects whose text held lone surrogates, this pull
+        self._lock = threading.Lock()
         register(config.api_key)  # belt and braces: whatever this source logs is masked, CLI or not
         register_url(config.base_url)
         base_url = config.base_url.rstrip("/")
@@ -164,11 +176,13 @@ class WebSource:
             log.warning("the store holds library version %s, which is no version: reading everything", since)
             since = None
         collected = _Collected()  # the items, for a caller that gave no sink
+        self._repaired = set()
         try:
             with bulk_phase():
                 changes = self._changes_since(since, collected if sink is None else sink)
         except RequestFailed as failure:
             raise self._failure(failure) from None
+        warn_repaired(self._repaired)
         if sink is None and changes is not None and changes.complete:
             changes = replace(changes, items=tuple(collected.items.values()))
         return changes
@@ -430,7 +444,11 @@ class WebSource:
         )
         if convert is None:
             return reply
-        return replace(reply, body=None, objects=_converted(reply, convert))
+        objects, repaired = _converted(reply, convert)
+        if repaired:
+            with self._lock:
+                self._repaired.update(repaired)
+        return replace(reply, body=None, objects=objects)
 
     def _failure(self, failure: RequestFailed) -> SourceError:
         """A request that failed for good, in this source's words."""
@@ -481,7 +499,7 @@ class WebSource:
             ) from None
         except ValueError:
             raise Transient("a malformed JSON body") from None
-        return _Reply(status, version, total, body)
+        return _Reply(status, version, total, body, suspect=may_hold_lone_surrogates(reply.body))
 
     def _forbidden(self, status: int) -> str:
         if self.local:
@@ -532,11 +550,13 @@ def _pages(count: int) -> int:
     return max(1, math.ceil(count / PAGE))
 
 
-def _converted(reply: _Reply, convert: _Convert) -> tuple[Any, ...]:
+def _converted(reply: _Reply, convert: _Convert) -> tuple[tuple[Any, ...], list[str]]:
+    """A listing's model objects, and the keys of those whose text held lone surrogates."""
     if not isinstance(reply.body, list) or not all(isinstance(o, dict) for o in reply.body):
         raise SourceError("Zotero API: a listing is not a JSON array of objects")
+    body, repaired = without_lone_surrogates(reply.body) if reply.suspect else (reply.body, [])
     try:
-        return tuple(map(convert, reply.body))
+        return tuple(map(convert, body)), repaired
     except InvalidObject as exc:
         raise SourceError(f"Zotero API: {exc}") from None
 
