@@ -416,3 +416,28 @@ def test_any_text_comes_out_writable_and_text_without_halves_unchanged(
     assert [o["data"]["title"] for o in clean] == [
         "".join("\ufffd" if is_half(c) else c for c in t) for t in sent
     ]
+
+
+# -- a server that repeats itself ---------------------------------------------------------------------------
+
+
+def test_a_page_that_repeats_an_item_key_is_said_at_once(tmp_path: Path, run, zotero_api) -> None:
+    """A faulty mirror sending one item twice on a page: before, 4 reads and 7 s later, "the library kept
+    changing"; now one line naming the key after the first read, since reading again cannot mend it."""
+    library = small_library()
+    server = zotero_api(library)
+    server.repeat_key = True
+    result = run("-q", "--config", str(write_web_config(tmp_path, server.url)), "sync")
+    assert result.code == 1
+    line = one_line(result.err)
+    named = line.removeprefix("zotsync: error: Zotero API: one page of a listing holds the item ")[:8]
+    assert named in library.items
+    assert line == (
+        f"zotsync: error: Zotero API: one page of a listing holds the item {named} twice; the server is not "
+        "serving its library correctly (a faulty mirror?), and reading again would not mend it"
+    )
+    item_pages = [
+        r for r in server.requests if r.path.endswith("/items") and r.params.get("format") == "json"
+    ]
+    assert len(item_pages) == 1  # read once, not started over
+    assert not (tmp_path / "store.sqlite").exists()

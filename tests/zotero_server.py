@@ -446,6 +446,7 @@ class ZoteroServer:
         self.extra_headers: dict[str, str] = {}  # added to (or replacing) the headers of every answer
         self.endless = False  # item listings: always a full page of made-up items, no Total-Results
         self.bodies: dict[str, bytes] = {}  # path → the body to send instead of the real one
+        self.repeat_key = False  # listings: each page's first object sent again in place of its last
         # The Zotero desktop's local API: /api/users/0/… for the first user library, no key, no /deleted,
         # nothing in /deleted; "off" answers 403 as Zotero does while the setting is unchecked.
         self.local: bool | str = False
@@ -871,6 +872,8 @@ def _listing(
     else:
         limit = min(MAX_LIMIT, limit or DEFAULT_LIMIT)
         page = objects[start : start + limit]
+        if server.repeat_key and len(page) > 1:  # a faulty mirror
+            page = [page[0], *page[:-1]]
         headers["Link"] = _links(server.url + path, library, params, start, limit, total)
     if server.total_results:
         headers["Total-Results"] = str(total)

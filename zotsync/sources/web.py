@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -619,6 +620,16 @@ class _Arrivals:
 
     def take(self, reply: _Reply) -> tuple[Any, ...]:
         _check(self.version, reply)
+        keys = [o.key for o in reply.objects]
+        if len(set(keys)) < len(keys):
+            # One query's page never holds a key twice, even while the library changes: the server
+            # itself is wrong, and reading again would only fail the same way.
+            twice = next(key for key, count in Counter(keys).items() if count > 1)
+            kind = "collection" if isinstance(reply.objects[0], Collection) else "item"
+            raise SourceError(
+                f"Zotero API: one page of a listing holds the {kind} {twice} twice; the server is not "
+                "serving its library correctly (a faulty mirror?), and reading again would not mend it"
+            )
         newest = max((o.version for o in reply.objects), default=0)
         if newest > self.version and not self.local:
             raise _LibraryMoved(f"an object at version {newest} arrived in a pull of version {self.version}")
