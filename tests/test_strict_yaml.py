@@ -254,6 +254,8 @@ def test_a_multi_line_quote_closed_before_a_misaligned_line_still_blames_the_ind
     assert problem(text).startswith(
         "catalog.yaml:7: malformed YAML: this line's indentation does not match the lines above it"
     )
+
+
 # -- aliases that expand without bound ------------------------------------------------------------------
 
 
