@@ -354,6 +354,31 @@ def test_a_collection_deleted_with_its_subcollections(web: Web, zotero_reports_e
     assert web.store_version() == web.library.version
 
 
+def test_a_collection_both_deleted_and_changed_in_one_pull_stays_with_its_subtree(web: Web) -> None:
+    """/deleted lists every deletion since the store's version, so a collection deleted and then made
+    again with its key (a Zotero client that still had it uploads it) is both in /deleted and among the
+    changed collections of one pull. It stays, and so do the subcollections that were never deleted."""
+    assert web.pull().code == 0
+    lib = web.library
+    with lib.write() as version:
+        lib.deleted["collections"]["GPUCAAAA"] = version
+    lib.rename_collection("GPUCAAAA", "GPU (restored)")
+    assert web.pull().code == 0
+    assert any(r.path.endswith("/deleted") for r in web.server.requests)
+    got = web.load()
+    state = by_key(got)
+    assert {"GPUCAAAA", "CMPLAAAA", "PLYHAAAA", "NFRNAAAA"} <= state.keys()
+    assert state["GPUCAAAA"].name == "GPU (restored)"
+    assert state["CMPLAAAA"].parent_key == "GPUCAAAA" and state["PLYHAAAA"].parent_key == "CMPLAAAA"
+    assert state["TRMSAAAA"].collections == ("PLYHAAAA",)
+    assert state["MLRAAAAA"].collections == ("CMPLAAAA", "NFRNAAAA")
+    assert_same_content(got, mirror_of(lib, web.folder / "mirror"))
+    # The next incremental pull has nothing to bring back: no `pull --full` is needed.
+    lib.touch()
+    assert web.pull().code == 0
+    assert_same_content(web.load(), mirror_of(lib, web.folder / "mirror"))
+
+
 def test_pull_full_removes_what_vanished_without_a_trace(web: Web) -> None:
     assert web.pull().code == 0
     # Gone without an entry in /deleted (e.g. the deletion log was pruned): only a full read notices.

@@ -154,9 +154,14 @@ class Landing:
 
         # A trashed collection leaves like a deleted one; its restore brings it back with a new version.
         # Subcollections go with their parent, judged on the tree as this pull leaves it (a child
-        # moved out of a deleted parent in the same pull stays).
+        # moved out of a deleted parent in the same pull stays). As for items, a collection this pull
+        # brought wins over a deletion listed for it: /deleted lists every deletion since the store's
+        # version, so the deletion came first and the collection was made again after it.
         incoming_collections = {c.key for c in changes.collections if not c.deleted}
-        gone_roots = set(changes.deleted_collections) | {c.key for c in changes.collections if c.deleted}
+        arrived_collections = {c.key for c in changes.collections}
+        gone_roots = (set(changes.deleted_collections) - arrived_collections) | (
+            arrived_collections - incoming_collections
+        )
         if changes.complete:
             gone_roots |= set(stored_collections) - incoming_collections
         parents = {key: row[3] for key, row in stored_collections.items()}
