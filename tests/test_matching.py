@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
-from factories import api_item
-from hypothesis import given, settings
+from conftest import write_config
+from factories import api_item, write_json
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from zotsync import normalize
@@ -103,6 +106,54 @@ TRAPS = [
         {},
         id="fuzzy: below the threshold",
     ),
+    pytest.param(
+        [entry("P ≠ NP")],
+        [api_item("PENP2222", "P = NP")],
+        {},
+        id="a math relation is part of the title",
+    ),
+    pytest.param(
+        [entry("C++ Primer"), entry("C# in Depth")],
+        [api_item("CPRI2222", "C Primer"), api_item("CDEP2222", "C in Depth")],
+        {},
+        id="C++ and C# are not C",
+    ),
+    pytest.param(
+        [entry("C++ Primer"), entry("C Primer")],
+        [api_item("CPRI2222", "C Primer"), api_item("CPPP2222", "C++ primer")],
+        {"C++ Primer": "CPPP2222", "C Primer": "CPRI2222"},
+        id="C++ and C side by side each find their own",
+    ),
+    pytest.param(
+        [entry("🔥"), entry("🚀")],
+        [api_item("FIRE2222", "🔥")],
+        {"🔥": "FIRE2222"},
+        id="two emoji titles are two papers",
+    ),
+    pytest.param(
+        [entry("A proof that P ≠ NP holds for every practical purpose")],
+        [api_item("PENP2222", "A proof that P = NP holds for every practical purpose")],
+        {},
+        id="fuzzy: a long title differing in one math symbol",
+    ),
+    pytest.param(
+        [entry("Attention Is All You Need")],
+        [api_item("HMGL2222", "Аttention Is All You Need")],  # a Cyrillic А
+        {},
+        id="fuzzy: a lookalike letter from another script",
+    ),
+    pytest.param(
+        [entry("C++ Templates: The Complete Guid")],
+        [api_item("CPPT2222", "C++ Templates: The Complete Guide")],
+        {"C++ Templates: The Complete Guid": "CPPT2222"},
+        id="fuzzy: a small edit beside a symbol",
+    ),
+    pytest.param(
+        [entry("Применение модели BERT для анализа текстов на русском языке")],
+        [api_item("RUSS2222", "Применение модели BERT для анализа текстов на русском языкe")],
+        {},
+        id="fuzzy: a Latin lookalike inside a Cyrillic word",
+    ),
 ]
 
 
@@ -138,6 +189,153 @@ def test_unmatched_entries_list_their_nearest_candidates_with_scores() -> None:
     nearest = result.nearest(unmatched.title)
     assert nearest and nearest[0].key == "TASQ2222"
     assert 0 < nearest[0].score < FUZZY_THRESHOLD
+
+
+def test_a_lookalike_title_is_not_matched_and_the_entry_says_why() -> None:
+    spoof = api_item("HMGL2222", "Аttention Is All You Need", url="https://evil.example/")  # Cyrillic А
+    result = match([entry("Attention Is All You Need")], [Item.from_api(spoof)])
+    assert result.by_title == {}
+    (unmatched,) = result.unmatched
+    assert (
+        unmatched.reason == "not matched by guess: the nearest title is written in other scripts (Cyrillic)"
+    )
+    assert [c.key for c in result.nearest(unmatched.title)] == ["HMGL2222"]
+
+
+def test_a_title_differing_in_a_symbol_is_not_matched_and_the_entry_says_why() -> None:
+    title = "Tensor programs with {} loops: a scheduling language for accelerators"
+    result = match([entry(title.format("≤"))], [Item.from_api(api_item("SYMB2222", title.format("≥")))])
+    assert result.by_title == {}
+    assert [u.reason for u in result.unmatched] == [
+        "not matched by guess: the nearest title differs in its symbols"
+    ]
+
+
+def test_a_lookalike_does_not_hide_the_right_item_behind_it() -> None:
+    good = api_item("GOOD2222", "A Study of Tensor Compilers for Deep Learning Workloads")
+    spoof = api_item("SPUF2222", "A Study of Tensor Compilers for Deep Learning Workloаds")  # Cyrillic а
+    result = match(
+        [entry("A Study of Tensor Compiler for Deep Learning Workloads")],
+        [Item.from_api(good), Item.from_api(spoof)],
+    )
+    assert {t: i.key for t, i in result.by_title.items()} == {
+        "a study of tensor compiler for deep learning workloads": "GOOD2222"
+    }
+
+
+def test_every_fuzzy_match_is_listed_with_its_score() -> None:
+    entries = [entry("TVM: An Automated End-to-End Optimizing Compiler for Deep Learnin"), entry("Ansor")]
+    objects = [
+        api_item("TVMM2222", "TVM: An Automated End-to-End Optimizing Compiler for Deep Learning"),
+        api_item("ANSR2222", "Ansor"),
+    ]
+    result = match(entries, [Item.from_api(o) for o in objects])
+    fuzzy = result.fuzzy
+    assert list(fuzzy) == [normalize.title(entries[0].title)]  # the exact title is no guess
+    (candidate,) = fuzzy.values()
+    assert candidate.key == "TVMM2222" and candidate.title == objects[0]["data"]["title"]
+    assert FUZZY_THRESHOLD <= candidate.score < 100
+
+
+# Symbols that say something, and words (ASCII and not) to put them between.
+MEANINGFUL_SYMBOLS = ["", "=", "≠", "<", ">", "≤", "≥", "≈", "+", "++", "#", "→", "∀", "×", "±", "€", "$"]
+MEANINGFUL_SYMBOLS += ["©", "°", "🔥", "🚀", "❤", "✓"]
+WORDS = ["tensor", "graph", "compiler", "kernel", "fusion", "scheduling", "memory", "sparse", "naïve"]
+WORDS += ["learning", "deep", "quantized", "tiles", "张量", "Größe", "模型"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=8),
+    st.lists(st.sampled_from(WORDS), max_size=8),
+    st.sampled_from(MEANINGFUL_SYMBOLS),
+    st.sampled_from(MEANINGFUL_SYMBOLS),
+    st.sampled_from(["", " "]),
+    st.booleans(),
+)
+def test_titles_differing_only_in_a_meaningful_symbol_never_match(
+    before: list[str], after: list[str], mine: str, theirs: str, gap: str, upper: bool
+) -> None:
+    """Symbols that say something — math, `+` and `#` after a letter (C++, C#), currency, emoji and the
+    other symbols — are kept: two titles alike but for one of them are two papers, exactly or fuzzily."""
+    assume(mine != theirs)
+    gap = "" if "#" in mine + theirs else gap  # a `#` names a language only right after a letter: C#
+    curated = f"{' '.join(before)}{gap}{mine} {' '.join(after)}"
+    zotero = f"{' '.join(before)}{gap}{theirs} {' '.join(after)}"
+    assert normalize.title(curated) != normalize.title(zotero)
+    entries = [entry(curated.upper() if upper else curated)]
+    assert match(entries, [Item.from_api(api_item("SYMB2222", zotero))]).by_title == {}
+
+
+def symbol_project(folder: Path) -> Path:
+    """A library with a lookalike (Cyrillic а) of an absent paper, an emoji-titled item, a small edit;
+    a catalogue naming the absent paper, two emoji titles and the edited one."""
+    objects = [
+        api_item("HMGL2222", "Аttention Is All You Need", url="https://evil.example/spoof"),
+        api_item("FIRE2222", "🔥"),
+        api_item("TVMM2222", "TVM: An Automated End-to-End Optimizing Compiler for Deep Learning"),
+    ]
+    write_json(folder / "library.json", objects)
+    (folder / "catalog.yaml").write_text(
+        "categories:\n  - name: Papers\n    entries:\n"
+        '      - title: "Attention Is All You Need"\n'
+        '      - title: "🔥"\n'
+        '      - title: "🚀"\n'
+        '      - title: "TVM: An Automated End-to-End Optimizing Compiler for Deep Learnin"\n',
+        encoding="utf-8",
+    )
+    return write_config(
+        folder,
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        "exports: {dir: out, language: en}\n",
+    )
+
+
+def test_status_lists_every_fuzzy_match_and_why_a_lookalike_is_not_one(tmp_path: Path, run) -> None:
+    config = str(symbol_project(tmp_path))
+    assert run("-q", "--config", config, "sync").code == 0
+    csv_text = (tmp_path / "out" / "catalog.csv").read_text(encoding="utf-8")
+    rows = {row["title"]: row for row in csv.DictReader(io.StringIO(csv_text))}
+    # The curated paper is not the lookalike: it stays unmatched, without the lookalike's link.
+    assert rows["Attention Is All You Need"]["zotero_key"] == ""
+    assert rows["Attention Is All You Need"]["url"] == ""
+    assert rows["Аttention Is All You Need"]["zotero_key"] == "HMGL2222"  # the item itself, uncurated
+    report = json.loads(run("--config", config, "status", "--format", "json").out)
+    assert report["fuzzy_matches"] == [
+        {
+            "title": "TVM: An Automated End-to-End Optimizing Compiler for Deep Learnin",
+            "zotero_key": "TVMM2222",
+            "zotero_title": "TVM: An Automated End-to-End Optimizing Compiler for Deep Learning",
+            "score": report["fuzzy_matches"][0]["score"],
+        }
+    ]
+    assert FUZZY_THRESHOLD <= report["fuzzy_matches"][0]["score"] < 100
+    assert {m["title"]: m["zotero_key"] for m in report["matches"]} == {
+        "🔥": "FIRE2222",
+        "TVM: An Automated End-to-End Optimizing Compiler for Deep Learnin": "TVMM2222",
+    }
+    reasons = {u["title"]: u["reason"] for u in report["unmatched"]}
+    assert reasons == {
+        "Attention Is All You Need": "not matched by guess: the nearest title is written in other scripts "
+        "(Cyrillic)",
+        "🚀": "no candidate",
+    }
+    text = run("--config", config, "status").out
+    assert (
+        "fuzzy matches to review: 1\n  - TVM: An Automated End-to-End Optimizing Compiler for Deep " in text
+    )
+    assert "↔ TVM: An Automated End-to-End Optimizing Compiler for Deep Learning [TVMM2222] " in text
+    assert "Attention Is All You Need (not matched by guess: the nearest title is written in other" in text
+
+
+def test_pin_finds_an_emoji_titled_entry(tmp_path: Path, run) -> None:
+    config = str(symbol_project(tmp_path))
+    assert run("-q", "--config", config, "pull").code == 0
+    result = run("--config", config, "pin", "🔥", "FIRE2222")
+    assert result.code == 0, result.err
+    catalogue = (tmp_path / "catalog.yaml").read_text(encoding="utf-8")
+    assert '      - title: "🔥"\n        zotero_key: "FIRE2222"\n' in catalogue
+    assert catalogue.count("zotero_key") == 1
 
 
 def test_zotero_duplicates_are_flagged() -> None:
@@ -283,8 +481,11 @@ def test_status_reports_inbox_and_abbreviated_venues(project: Path, run) -> None
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
 def test_an_ascii_title_folds_as_the_general_rule_folds_it(title: str) -> None:
-    """The ASCII fast path (one translation table) is the general rule — case folded, every run of
-    non-letters and non-digits one space, trimmed — written independently here with a regex."""
-    expected = " ".join(re.sub(r"[\W_]+", " ", title.casefold()).split())
+    """The ASCII fast path (one translation table) is the general rule — case folded; runs of letters
+    and digits, ASCII's math and currency symbols (+ < = > $) and a `#` after a letter or digit are the
+    words, each symbol one word; a title with none of them keeps its text — written independently here
+    with a regex."""
+    words = re.findall(r"[a-z0-9]+|[+<=>$]|(?<=[a-z0-9])#+", title.casefold())
+    expected = " ".join(" ".join(w) if w[0] == "#" else w for w in words) or " ".join(title.lower().split())
     assert normalize.title(title) == expected
     assert normalize.title(title + "é") == normalize.title(title.upper() + "É")  # the Unicode path agrees

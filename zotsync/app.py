@@ -220,6 +220,7 @@ def _status_report(config: Config) -> dict[str, Any]:
             "categories": len(dict.fromkeys(map(attrgetter("category"), rows))),
         },
         "matches": matched_entries(catalogue, matches),
+        "fuzzy_matches": fuzzy_matches(catalogue, matches),
         "unmatched": [
             {
                 "title": u.title,
@@ -381,6 +382,17 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
         f"{'wrote' if written else 'unchanged'} {config.catalog}"
     )
     return CatalogueEdit(config.catalog, written, tuple(messages))
+
+
+def fuzzy_matches(catalogue: Catalogue, matches: MatchResult) -> list[dict[str, Any]]:
+    """Each curated paper matched by a fuzzy title, a guess for the curator to check, in catalogue
+    order: its title beside the item's, so that a wrong guess shows."""
+    fuzzy = matches.fuzzy
+    return [
+        {"title": title, "zotero_key": c.key, "zotero_title": c.title, "score": c.score}
+        for key, title in curated_titles(catalogue.entries).items()
+        if (c := fuzzy.get(key)) is not None
+    ]
 
 
 def curated_titles(entries: Sequence[CatalogueEntry]) -> dict[str, str]:

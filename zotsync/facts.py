@@ -17,7 +17,7 @@ from typing import NamedTuple
 from . import model, normalize
 from .model import Item
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2
 
 
 class ItemFacts(NamedTuple):
@@ -66,6 +66,9 @@ def derivation_digest() -> str:
             model.Item.url.fget,
             model.Item.extra_field,
             normalize.title,
+            normalize._is_kept,
+            normalize._kept_symbols,
+            normalize._symbols_of,
             normalize.doi,
         )
     ]
@@ -75,7 +78,9 @@ def derivation_digest() -> str:
             model.VENUE_FIELDS,
             model._YEAR.pattern,
             normalize._DOI_PREFIX.pattern,
-            normalize._NOT_WORD.pattern,
+            normalize._NOT_WORD_OR_SPACE.pattern,
+            sorted(normalize._KEPT_CATEGORIES),
+            sorted(normalize._SEPARATORS),
             sorted(normalize._DASHES.items()),
             sorted(normalize._ASCII_TITLE.items()),
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -10,7 +11,6 @@ _ARXIV_NEW = re.compile(r"(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE)
 _ARXIV_OLD = re.compile(r"([a-z\-]+(?:\.[a-z]{2})?/\d{7})(?:v\d+)?", re.IGNORECASE)
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
 _ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf|html)/([^?#]+?)(?:\.pdf)?/?(?:[?#].*)?$", re.IGNORECASE)
-_NOT_WORD = re.compile(r"[\W_]+")
 _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹘﹣－"), "-")
 
 
@@ -48,17 +48,51 @@ def isbn(value: str) -> str:
 
 def title(value: str) -> str:
     """Fold what varies between copies of one title: Unicode width and forms, case, dashes, punctuation,
-    whitespace. CJK characters survive (they are letters), so CJK titles match too."""
-    if value.isascii():  # NFKC and the dash table leave ASCII alone: one table does the rest
-        return " ".join(value.translate(_ASCII_TITLE).split())
-    value = unicodedata.normalize("NFKC", value).translate(_DASHES).casefold()
-    return " ".join(_NOT_WORD.sub(" ", value).split())
+    whitespace. CJK characters survive (they are letters), so CJK titles match too. Symbols that say
+    something stay, each a word of its own (`_is_kept`): "P ≠ NP" is not "P = NP", "C++" and "C#" are
+    not "C", 🔥 is not 🚀. A title of punctuation alone keeps it, so that it still names itself."""
+    if value.isascii() and "#" not in value:  # NFKC and the dash table leave ASCII alone: one table
+        folded = " ".join(value.translate(_ASCII_TITLE).split())
+    else:
+        value = unicodedata.normalize("NFKC", value).translate(_DASHES)
+        folded = " ".join(_NOT_WORD_OR_SPACE.sub(_kept_symbols, value.casefold()).split())
+    return folded or " ".join(value.casefold().split())
 
 
-# What `title` does to an ASCII character, as one table: letters lower-cased, digits kept, the rest
-# (what _NOT_WORD matches) a space. 1.6x faster than the regex over 100k titles.
+_NOT_WORD_OR_SPACE = re.compile(r"[^\w\s]+|_+")  # what `_kept_symbols` sorts out; spaces split anyway
+_KEPT_CATEGORIES = frozenset({"Sm", "Sc", "So"})  # math (≠ ≤ + →), currency, other symbols (emoji, ©)
+_SEPARATORS = frozenset("|~")  # math symbols, yet titles use them as separators: "Title | Site", "A～B"
+
+
+def _is_kept(char: str) -> bool:
+    return unicodedata.category(char) in _KEPT_CATEGORIES and char not in _SEPARATORS
+
+
+def _kept_symbols(run: re.Match[str]) -> str:
+    """A run of punctuation and symbols → its symbols, each a word, or a space. A `#` straight after a
+    letter or digit names a language (C#, F#): it stays too."""
+    text, start = run.group(), run.start()
+    if text[0] != "#" or not start or not run.string[start - 1].isalnum():
+        return _symbols_of(text)
+    rest = text.lstrip("#")
+    return f" {' '.join(text[: len(text) - len(rest)])} {_symbols_of(rest) if rest else ''}"
+
+
+@functools.lru_cache(maxsize=4096)  # a library repeats a few runs (":", "-", "'") in most titles
+def _symbols_of(text: str) -> str:
+    kept = [char for char in text if _is_kept(char)]
+    return f" {' '.join(kept)} " if kept else " "
+
+
+# What `title` does to an ASCII character but `#`, as one table: letters lower-cased, digits kept, the
+# kept symbols (+ < = > $) a word of their own, the rest a space. 1.6x faster than the regex over 100k
+# titles.
 _ASCII_TITLE = str.maketrans(
-    {c: (chr(c).lower() if chr(c).isalnum() else " ") for c in range(128) if not chr(c).islower()}
+    {
+        c: (chr(c).lower() if chr(c).isalnum() else f" {chr(c)} " if _is_kept(chr(c)) else " ")
+        for c in range(128)
+        if not chr(c).islower()
+    }
 )
 
 

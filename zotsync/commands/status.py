@@ -19,6 +19,11 @@ def format_text(report: dict[str, Any]) -> str:
     sections = (
         ("unmatched curated entries", report["unmatched"], _unmatched),
         (
+            "fuzzy matches to review",
+            report["fuzzy_matches"],
+            lambda f: f"{f['title']} ↔ {f['zotero_title']} [{f['zotero_key']}] {f['score']}",
+        ),
+        (
             "ambiguous matches",
             report["ambiguous"],
             lambda a: f"{' | '.join(a['titles'])} ↔ {', '.join(a['zotero_keys'])} (by {a['rule']})",

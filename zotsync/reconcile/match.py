@@ -7,11 +7,14 @@ and left for the curator. The result depends only on the sets, never on input or
 
 Exact identifiers block first; the fuzzy title stage only sees what they left, and even then compares a
 claim only with items that share two of its three rarest title words — never every claim with every item.
+A fuzzy match tolerates typos, never another symbol (≠ for =, C++ for C) or a lookalike letter from
+another script (a Cyrillic а for a Latin a); each one it makes is listed for review (`MatchResult.fuzzy`).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +31,8 @@ FUZZY_THRESHOLD = 90.0
 FUZZY_MARGIN = 5.0
 _RARE_WORDS = 3  # how many of a title's rarest words pick its fuzzy candidates
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Scripts whose letters pass for one another (a Cyrillic а for a Latin a): a fuzzy match keeps them.
+_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "GREEK", "COPTIC", "CYRILLIC", "ARMENIAN", "CHEROKEE"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,7 @@ class Duplicate:
 class MatchResult:
     by_title: dict[str, Item] = field(default_factory=dict)  # normalised curated title → item
     rule: dict[str, str] = field(default_factory=dict)  # normalised curated title → matching rule
+    scores: dict[str, float] = field(default_factory=dict)  # normalised curated title → its fuzzy score
     unmatched: list[Unmatched] = field(default_factory=list)
     ambiguities: list[Ambiguity] = field(default_factory=list)
     titles: TitleIndex | None = None
@@ -73,6 +79,16 @@ class MatchResult:
     facts: Mapping[str, ItemFacts] = field(default_factory=dict)  # of (at least) the candidates, by key
     _duplicates: list[Duplicate] | None = None
     _unmatched_indexed: bool = False
+
+    @property
+    def fuzzy(self) -> dict[str, Candidate]:
+        """The claims matched by a fuzzy title (normalised curated title → its item and score): guesses,
+        however good, which `status` lists for the curator to check."""
+        return {
+            title_key: Candidate(item.key, item.title, self.scores[title_key])
+            for title_key, item in sorted(self.by_title.items())
+            if self.rule[title_key] == "fuzzy title"
+        }
 
     @property
     def duplicates(self) -> list[Duplicate]:
@@ -354,30 +370,87 @@ def match(
 
     index_of_titles = TitleIndex(titles, shown)
     result.titles = index_of_titles
+    passed_over: dict[str, str] = {}  # claim → why the close title it would have taken is not its match
     if open_claims and candidates:
         wanted = {}
         remaining = frozenset(candidates)
         index_of_titles.index(open_claims)
         for title_key in open_claims:
-            # A runner-up below threshold − margin cannot spoil the lead, so it need not be scored.
-            best = index_of_titles.nearest(
-                title_key, among=remaining, limit=2, cutoff=FUZZY_THRESHOLD - FUZZY_MARGIN
-            )
+            best, passed = _fuzzy_candidates(index_of_titles, title_key, remaining)
             if (
                 best
                 and best[0].score >= FUZZY_THRESHOLD
                 and (len(best) == 1 or best[0].score - best[1].score >= FUZZY_MARGIN)
             ):
                 wanted[title_key] = {best[0].key}
+                result.scores[title_key] = best[0].score
+            elif passed is not None and passed.score >= FUZZY_THRESHOLD:
+                passed_over[title_key] = _difference(title_key, index_of_titles.titles[passed.key])
         settle(wanted, "fuzzy title")
 
     for title_key, claim in open_claims.items():
         reason = "item is in the trash" if title_key in trashed_titles else "no candidate"
+        if title_key in passed_over and title_key not in trashed_titles:
+            reason = passed_over[title_key]
         result.unmatched.append(Unmatched(claim.title, reason))
     result.unmatched.sort(key=lambda u: normalize.title(u.title))
     result.candidates = library
     result.facts = known
     return result
+
+
+def _fuzzy_candidates(
+    index: TitleIndex, title_key: str, among: frozenset[str]
+) -> tuple[list[Candidate], Candidate | None]:
+    """The best two items a fuzzy match may choose from — those whose titles keep the claim's symbols
+    and scripts (`traits`) — and the closest item of all when it is not one of them."""
+    wanted, limit = traits(title_key), 4
+    while True:
+        # A runner-up below threshold − margin cannot spoil the lead, so it need not be scored.
+        found = index.nearest(title_key, among=among, limit=limit, cutoff=FUZZY_THRESHOLD - FUZZY_MARGIN)
+        fitting = [c for c in found if traits(index.titles[c.key]) == wanted]
+        if len(fitting) >= 2 or len(found) < limit:  # else better fitting ones may lie beyond the limit
+            return fitting[:2], found[0] if found and found[0] not in fitting else None
+        limit *= 4
+
+
+def traits(title_key: str) -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
+    """What a fuzzy match may not change in a normalised title, however close the rest: its symbols, in
+    order ("P ≠ NP" is not "P = NP", "C++" not "C", 🔥 not 🚀), and the scripts of its letters among those
+    that look alike, with the words that mix them (a Cyrillic а in "аttention" passes for a Latin a)."""
+    if title_key.isascii():
+        symbols = tuple(w for w in title_key.split() if not w.isalnum())
+        latin = frozenset({"LATIN"}) if any(c.isalpha() for c in title_key) else frozenset()
+        return symbols, latin, frozenset()
+    scripts: set[str] = set()
+    mixed: set[str] = set()
+    symbols_list = []
+    for word in title_key.split():
+        if not word.isalnum():
+            symbols_list.append(word)
+            continue
+        in_word = {script for char in word if (script := _script(char)) in _LOOKALIKE_SCRIPTS}
+        scripts |= in_word
+        if len(in_word) > 1:
+            mixed.add(word)
+    return tuple(symbols_list), frozenset(scripts), frozenset(mixed)
+
+
+def _script(char: str) -> str:
+    """A letter's script, from its Unicode name ("CYRILLIC SMALL LETTER A"); "" for the rest."""
+    if char.isascii():
+        return "LATIN" if char.isalpha() else ""
+    return unicodedata.name(char, "").partition(" ")[0] if char.isalpha() else ""
+
+
+def _difference(title_key: str, other: str) -> str:
+    """Why the close title `other` is not a fuzzy match for `title_key`, as an unmatched entry's reason."""
+    (symbols, scripts, mixed), (other_symbols, other_scripts, other_mixed) = traits(title_key), traits(other)
+    if symbols != other_symbols:
+        return "not matched by guess: the nearest title differs in its symbols"
+    differing = (scripts ^ other_scripts) or {_script(c) for w in mixed ^ other_mixed for c in w} - {""}
+    names = ", ".join(sorted(s.title() for s in differing))
+    return f"not matched by guess: the nearest title is written in other scripts ({names})"
 
 
 def find_duplicates(items: Iterable[Item], facts: Mapping[str, ItemFacts]) -> list[Duplicate]:
