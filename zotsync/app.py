@@ -20,6 +20,7 @@ from .inputs import MAX_YAML, read_input_version, why_unreadable
 from .model import Catalogue, CatalogueEntry, Item, Library, Placement, in_collections
 from .outputs import FileVersion, read_regular, write_atomically
 from .reconcile import MatchResult, Options, Reconciliation, reconcile
+from .reconcile.categories import near_duplicates
 from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock
@@ -196,6 +197,7 @@ def _status_report(config: Config) -> dict[str, Any]:
     curated = [r for r in rows if r.curated]
     claimed = {r.zotero_key for r in curated}
     statuses = Counter(map(attrgetter("status"), rows))
+    headings = dict.fromkeys(map(attrgetter("category"), rows))
     return {
         "library": {
             "type": state.library_type,
@@ -217,7 +219,7 @@ def _status_report(config: Config) -> dict[str, Any]:
             "unread": statuses["unread"],
             "curated": len(curated),
             "matched": len(matches.by_title),
-            "categories": len(dict.fromkeys(map(attrgetter("category"), rows))),
+            "categories": len(headings),
         },
         "matches": matched_entries(catalogue, matches),
         "fuzzy_matches": fuzzy_matches(catalogue, matches),
@@ -238,6 +240,8 @@ def _status_report(config: Config) -> dict[str, Any]:
             {"reason": d.reason, "title": d.title, "zotero_keys": list(d.item_keys)}
             for d in matches.duplicates
         ],
+        # A heading one typo from another is a section nobody meant (a collection named `LLM inferance`)
+        "near_duplicate_categories": [{"names": list(pair)} for pair in near_duplicates(headings)],
         "inbox": inbox(config, rows),
         "status_conflicts": [
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts

@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import CatalogError, ConfigError, ZotsyncError
 from .inputs import MAX_YAML, read_input, why_unreadable
-from .model import ZOTERO_KEY, Catalogue, CatalogueEntry, Category, Link
+from .model import ZOTERO_KEY, Catalogue, CatalogueEntry, Category, Link, category_name
 from .text import did_you_mean
 from .yamlio import line_of, load_yaml, parse_yaml, text_of, where
 
@@ -104,7 +104,7 @@ def parse_catalogue(raw: Any, path: Path) -> Catalogue:
         if not isinstance(category_raw, dict):
             raise CatalogError(f"{where(path, raw, 'categories')}: each category must be a mapping")
         _only(category_raw, CATEGORY_KEYS, path, "category")
-        name = _text(category_raw, "name", path).strip()
+        name = category_name(_text(category_raw, "name", path).strip())
         if not name:
             raise CatalogError(f"{where(path, category_raw)}: category without a name")
         if name in seen:

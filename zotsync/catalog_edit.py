@@ -22,7 +22,7 @@ from rapidfuzz import fuzz, process
 from . import normalize
 from .catalog import ZOTERO_KEY, parse_catalogue
 from .errors import CatalogError, ConfigError
-from .model import Catalogue, CatalogueEntry, Category
+from .model import Catalogue, CatalogueEntry, Category, category_name
 from .yamlio import parse_with_nodes, parse_yaml, text_of
 
 _NULL = "tag:yaml.org,2002:null"
@@ -100,7 +100,9 @@ class Document:
         categories = _value(root, "categories")
         for node in categories.value if isinstance(categories, yaml.SequenceNode) else ():
             name_node = _value(node, "name")
-            category = str(name_node.value).strip() if isinstance(name_node, yaml.ScalarNode) else ""
+            category = (
+                category_name(str(name_node.value).strip()) if isinstance(name_node, yaml.ScalarNode) else ""
+            )
             self.categories.append((category, node))
             entries = _value(node, "entries")
             for entry in entries.value if isinstance(entries, yaml.SequenceNode) else ():
@@ -198,7 +200,7 @@ def adopt(
     """Append `- title: "<title>"` + `zotero_key: "KEY"` to the end of `category`'s entries; an unknown
     category is refused unless `create_category`, which appends it to the end of `categories:`."""
     key = check_key(key)
-    title, category = title.strip(), category.strip()
+    title, category = title.strip(), category_name(category.strip())
     if not title:
         raise CatalogEditError(f"the Zotero item {key} has no title; add one in Zotero first")
     doc = text if isinstance(text, Document) else Document(text, name, for_adopt=True)
@@ -247,7 +249,7 @@ def adopt(
 
 def check_category(names: Sequence[str], category: str, create: bool = False) -> None:
     """Refuse a category the catalogue lacks (unless it is to be created), with the names it may mean."""
-    if create or category.strip() in names:
+    if create or category_name(category.strip()) in names:
         return
     near = nearest(category, names)
     hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
@@ -545,7 +547,7 @@ def _expect_raw_adopt(raw: Any, category: str, title: str, key: str) -> Any:
     new = {"title": title, "zotero_key": key}
     categories = list(raw.get("categories") or ())
     for position, found in enumerate(categories):
-        if (text_of(found, "name") or "").strip() == category:
+        if category_name((text_of(found, "name") or "").strip()) == category:
             categories[position] = {**found, "entries": [*(found.get("entries") or ()), new]}
             return {**raw, "categories": categories}
     return {**raw, "categories": [*categories, {"name": category, "entries": [new]}]}

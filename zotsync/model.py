@@ -7,6 +7,7 @@ the reconciler and the exporters never see a source's own shapes.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -334,9 +335,16 @@ def _shown(key: object) -> str:
     return text if text.isalnum() and len(text) <= 32 else "(without a valid key)"
 
 
+def category_name(name: str) -> str:
+    """A category or collection name as zotsync compares and shows it: one spelling of each character
+    (NFC), so a name typed where the system decomposes accents (macOS: NFD) is the same name, not a
+    second heading that looks just like the first."""
+    return unicodedata.normalize("NFC", name)
+
+
 def in_collections(collections: Iterable[str], paths: Sequence[str]) -> bool:
     """Whether any of `collections` (full paths) is one of `paths` or lies below one (`Parent / Child`)."""
-    wanted = [p.strip().strip("/").strip() for p in paths]
+    wanted = [category_name(p.strip().strip("/").strip()) for p in paths]
     return any(c == p or c.startswith(p + " / ") for c in collections for p in wanted)
 
 
@@ -376,10 +384,11 @@ class Library:
             depth, head, tail = known[node.key] if node is not None and node.key in known else (0, (), ())
             for member in reversed(chain):
                 depth += 1
+                name = category_name(member.name)
                 if depth <= PATH_DEPTH:
-                    head += (member.name,)
+                    head += (name,)
                 else:  # keep the top _HEAD names and the last _TAIL ones
-                    tail = (*(tail or head[_HEAD:]), member.name)[-_TAIL:]
+                    tail = (*(tail or head[_HEAD:]), name)[-_TAIL:]
                     head = head[:_HEAD]
                 known[member.key] = (depth, head, tail)
         return {

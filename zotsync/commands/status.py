@@ -34,6 +34,11 @@ def format_text(report: dict[str, Any]) -> str:
             lambda d: f"{d['title']}: {', '.join(d['zotero_keys'])} ({d['reason']})",
         ),
         (
+            "near-duplicate category names",
+            report["near_duplicate_categories"],
+            lambda n: " ≈ ".join(n["names"]),
+        ),
+        (
             "status disagreements",
             report["status_conflicts"],
             lambda s: f"{s['title']}: curated {s['curated']}, Zotero {s['zotero']}",
