@@ -90,24 +90,59 @@ def fake_time(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
 
 # -- the repository as a clean clone has it, and the wheel built from it (built once per run) -----------
+import fnmatch  # noqa: E402
 import importlib.util  # noqa: E402
+import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 
-def clean_copy(target: Path) -> Path:
-    """The repository as a fresh clone has it: the files git tracks (or, outside git, the tree without
-    local state)."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, timeout=60)
+def clean_copy(target: Path, root: Path = ROOT) -> Path:
+    """The repository as a fresh clone has it: the files git tracks, or, outside git (an archive, a
+    download), the tree without what `.gitignore` keeps out — the virtual environment, the store, the
+    exports and build output a run of the quick start leaves behind."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, timeout=60)
     if listed.returncode == 0 and listed.stdout:
-        for name in listed.stdout.decode().split("\0"):
-            if name and (ROOT / name).is_file():
-                (target / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / name, target / name)
+        names = [name for name in listed.stdout.decode().split("\0") if name and (root / name).is_file()]
     else:
-        ignore = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__", ".*_cache", ".zotsync")
-        shutil.copytree(ROOT, target, ignore=ignore, dirs_exist_ok=True)
+        names = not_ignored(root)
+    for name in names:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, target / name)
     return target
+
+
+def not_ignored(root: Path) -> list[str]:
+    """The files under `root` that its `.gitignore` does not exclude, as git reads the rules this
+    repository uses: `*`, `?` and `[…]`; a leading `!` takes a file back; a trailing `/` names folders;
+    a pattern with a `/` in it is anchored at the root, one without matches a name at any depth; the
+    last rule that matches wins, and nothing inside an excluded folder comes back."""
+    rules = []
+    for line in (root / ".gitignore").read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        keep, line = line.startswith("!"), line.removeprefix("!")
+        folders_only, line = line.endswith("/"), line.rstrip("/")
+        rules.append((keep, folders_only, "/" in line, line.lstrip("/")))
+
+    def ignored(relative: str, is_folder: bool) -> bool:
+        verdict = False
+        for keep, folders_only, anchored, pattern in rules:
+            if folders_only and not is_folder:
+                continue
+            subject = relative if anchored else relative.rsplit("/", 1)[-1]
+            if fnmatch.fnmatchcase(subject, pattern):
+                verdict = not keep
+        return verdict
+
+    found = []
+    for folder, folders, files in os.walk(root):
+        here = Path(folder).relative_to(root).as_posix()
+        prefix = "" if here == "." else here + "/"
+        folders[:] = sorted(d for d in folders if d != ".git" and not ignored(prefix + d, True))
+        found += [prefix + f for f in sorted(files) if f != ".git" and not ignored(prefix + f, False)]
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -143,7 +178,6 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # -- a folder nobody may write in, for the failures of files zotsync makes (tests/test_file_failures.py) ---
 import errno  # noqa: E402
-import os  # noqa: E402
 
 # chmod 555 refuses with EACCES; for root, who ignores modes, the immutable attribute refuses with EPERM.
 READ_ONLY_REASON = os.strerror(errno.EPERM if hasattr(os, "geteuid") and os.geteuid() == 0 else errno.EACCES)

@@ -71,6 +71,48 @@ def test_the_first_quick_start_command_works_in_a_clean_copy(tmp_path: Path) -> 
     assert "wrote " in done.stderr and "exports/catalog.md" in done.stderr
 
 
+# A download of the repository (no .git), and what quick-start command 1 and a test run leave in it.
+DOWNLOADED = [
+    ".ci/run",
+    ".gitignore",
+    "README.md",
+    "exports/.gitkeep",
+    "seeds/catalog.yaml",
+    "zotsync/cli.py",
+]
+DOWNLOADED += ["tests/fixtures/zotero-sqlite/zotero-5.0.60.sqlite"]
+LEFT_BEHIND = [
+    ".venv/pyvenv.cfg",
+    ".venv/bin/zotsync",
+    ".zotsync/zotsync.sqlite",
+    ".zotsync/zotsync.sqlite-wal",
+]
+LEFT_BEHIND += ["exports/catalog.md", "exports/catalog.csv", "exports/CHANGES.md", "build/lib/zotsync/cli.py"]
+LEFT_BEHIND += ["zotsync.egg-info/PKG-INFO", "zotsync/__pycache__/cli.cpython-313.pyc", "site/index.html"]
+LEFT_BEHIND += [".pytest_cache/v/cache/lastfailed", ".hypothesis/examples/0/1", "tests/scratch.sqlite"]
+
+
+def test_a_copy_made_without_git_leaves_out_what_the_quick_start_wrote(tmp_path: Path) -> None:
+    """Outside git the clean copy reads `.gitignore`: after command 1 ran in a download, the exports it
+    wrote were copied, and the quick-start test found them "unchanged" instead of written. The copy
+    holds what a clone would, and git, where there is one, agrees file for file."""
+    download = tmp_path / "download"
+    for name in DOWNLOADED + LEFT_BEHIND:
+        (download / name).parent.mkdir(parents=True, exist_ok=True)
+        (download / name).write_text(name, encoding="utf-8")
+    shutil.copyfile(ROOT / ".gitignore", download / ".gitignore")
+    copy = clean_copy(tmp_path / "copy", root=download)
+    copied = sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file())
+    assert copied == sorted(DOWNLOADED)
+    if shutil.which("git") is not None:  # git's own reading of the same rules
+        checkout = shutil.copytree(download, tmp_path / "checkout")
+        git = ["git", "-C", str(checkout), "-c", "core.excludesFile=/dev/null"]
+        subprocess.run(["git", "init", "-q", str(checkout)], check=True, timeout=60)
+        subprocess.run([*git, "add", "-A"], check=True, timeout=60)
+        listed = subprocess.run([*git, "ls-files"], check=True, capture_output=True, text=True, timeout=60)
+        assert sorted(listed.stdout.splitlines()) == copied
+
+
 def test_the_built_wheel_reproduces_the_demo_outside_the_checkout(tmp_path: Path, built_wheel: Path) -> None:
     wheel = built_wheel
     pip = [sys.executable, "-m", "pip"]
