@@ -98,8 +98,10 @@ def test_status_names_a_library_without_an_id_by_its_source_kind(kind: str) -> N
         },
         "catalogue": {"entries": 0, "categories": 0, "read": 0, "unread": 0, "matched": 0},
         "unmatched": [],
+        "fuzzy_matches": [],
         "ambiguous": [],
         "duplicates": [],
+        "near_duplicate_categories": [],
         "status_conflicts": [],
         "inbox": [],
     }

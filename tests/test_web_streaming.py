@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import _thread
 import math
+import threading
 import time
-import tracemalloc
+import weakref
 from collections.abc import Iterable
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_web_source import USER_ID, Web, config_for, rows, write_web_config
@@ -22,6 +25,7 @@ from zotero_server import FakeLibrary, Fault, ZoteroServer, synthetic_library
 
 from zotsync.errors import SourceError
 from zotsync.model import Item
+from zotsync.sources import web as web_module
 from zotsync.sources.web import WebSource
 from zotsync.store import Store
 from zotsync.sync import pull
@@ -48,20 +52,6 @@ class Recorder:
         self.keys.clear()
 
 
-class SlowStore(Recorder):
-    """A sink that takes longer to write a page than the server takes to answer."""
-
-    def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
-        super().add(items, trust_versions)
-        time.sleep(0.02)
-
-
-def most_ahead(recorder: Recorder) -> int:
-    """The most requests the server had received beyond the item pages handed over (the first listing
-    of collections among them)."""
-    return max(seen - handed for handed, (_, seen) in enumerate(recorder.adds, start=1))
-
-
 def synthetic_server(zotero_api, n_items: int) -> ZoteroServer:
     return zotero_api(FakeLibrary.from_snapshot(synthetic_library(n_items, 20, library_id=USER_ID)))
 
@@ -82,43 +72,124 @@ def test_item_pages_reach_the_store_while_later_pages_are_still_being_asked_for(
     assert before_the_last >= ITEMS // 2
 
 
-def test_requests_run_ahead_of_the_store_only_while_it_waits_for_them(zotero_api) -> None:
-    """A store slower than the server (the desktop's local API next door) keeps one or two requests
-    ahead, not the eight that would only make the threads contend; a slow server keeps every connection
-    busy."""
-    fast_server = synthetic_server(zotero_api, ITEMS)
-    slow_store = SlowStore(fast_server)
-    WebSource(config_for(fast_server)).changes(None, slow_store)
-    slow_server = synthetic_server(zotero_api, ITEMS)
-    slow_server.latency = 0.02
-    fast_store = Recorder(slow_server)
-    WebSource(config_for(slow_server)).changes(None, fast_store)
-    assert len(slow_store.adds) == len(fast_store.adds) == math.ceil(ITEMS / 100)
-    assert most_ahead(slow_store) <= 4, slow_store.adds  # 7 when eight ran ahead from the start
-    assert most_ahead(fast_store) >= WebSource.CONCURRENCY, fast_store.adds
+class Asked(Recorder):
+    """A sink that notes, for each page handed over, how many requests the pull had asked for and not
+    yet handed over by then, the page in hand included (each request gets its Future when asked for)."""
+
+    def __init__(self, server: ZoteroServer, futures: type[Any]) -> None:
+        super().__init__(server)
+        self.futures = futures
+        self.outstanding: list[int] = []
+
+    def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
+        # Less the first item page and the first collections page, asked for before the pages stream.
+        self.outstanding.append(self.futures.made - 2 - len(self.adds))
+        super().add(items, trust_versions)
 
 
-def test_the_pull_holds_a_few_pages_whatever_the_library_size(tmp_path: Path, zotero_api) -> None:
-    """Python's peak memory during a first pull barely grows when the library doubles (3,000 → 6,000
-    items: +0–30%, the keys it keeps to check the listing and how many of the pages ahead are waiting at
-    the peak; the old pull held every item until the end and grew about +90%)."""
+def futures_whose_replies(arrived: bool) -> type[Future[Any]]:
+    """Futures for the pull's requests whose reply, whenever the pull looks, has always `arrived` (it
+    waits for it: a store slower than the server) or never has (a server slower than the store)."""
 
-    def peak(n_items: int) -> int:
+    class Looked(Future[Any]):
+        made = 0
+
+        def __init__(self) -> None:
+            super().__init__()
+            type(self).made += 1
+
+        def done(self) -> bool:
+            if arrived:
+                self.exception()  # returns once the reply (or its failure) is in
+            return arrived
+
+    return Looked
+
+
+@pytest.mark.parametrize("arrived", [True, False], ids=["slow-store", "slow-server"])
+def test_requests_run_ahead_of_the_store_only_while_it_waits_for_them(
+    zotero_api, monkeypatch: pytest.MonkeyPatch, arrived: bool
+) -> None:
+    """A store slower than the server (the desktop's local API next door) keeps one request out, the
+    one it waits for, not the eight that would only make the threads contend; a store that finds no
+    reply waiting asks for one more each time, up to two per connection, so that a slow server keeps
+    every connection busy. The two extremes are set, not timed: the pull is told whether a reply has
+    arrived when it looks."""
+    futures = futures_whose_replies(arrived)
+    monkeypatch.setattr(web_module, "Future", futures)
+    server = synthetic_server(zotero_api, 2 * ITEMS)
+    sink = Asked(server, futures)
+    changes = WebSource(config_for(server)).changes(None, sink)
+    assert changes is not None and changes.complete and sink.keys == set(server.library.items)
+    assert len(sink.outstanding) == math.ceil(2 * ITEMS / 100)
+    if arrived:
+        assert set(sink.outstanding) == {1}, sink.outstanding
+    else:
+        # Each round of replies asks for one more (60 pages: enough rounds to reach the most, however
+        # many replies each round brings), never more than two per connection, and the last ones drain.
+        most = 2 * WebSource.CONCURRENCY
+        steps = [
+            after - before for before, after in zip(sink.outstanding, sink.outstanding[1:], strict=False)
+        ]
+        assert sink.outstanding[0] == 2 and max(steps) <= 1, sink.outstanding
+        assert max(sink.outstanding) == most and sink.outstanding[-1] == 1, sink.outstanding
+
+
+class TrackedItem(Item):
+    """An Item a weak reference can follow, to count the items still alive."""
+
+    __slots__ = ("__weakref__",)
+
+
+class CountingLanding:
+    """The store's own landing, noting before each page it takes how many items of the pull are still
+    alive anywhere: the pages on the wire or waiting, the page in hand, and whatever kept one."""
+
+    def __init__(self, landing: Any, alive: weakref.WeakSet[Item]) -> None:
+        self.landing, self.alive = landing, alive
+        self.counts: list[int] = []
+
+    def add(self, items: Iterable[Item], trust_versions: bool = True) -> None:
+        self.counts.append(len(self.alive))
+        self.landing.add(items, trust_versions)
+
+    def start_over(self) -> None:
+        self.landing.start_over()
+
+
+@pytest.mark.parametrize("latency", [0.0, 0.02], ids=["fast-server", "slow-server"])
+def test_the_pull_holds_a_few_pages_whatever_the_library_size(
+    tmp_path: Path, zotero_api, monkeypatch: pytest.MonkeyPatch, latency: float
+) -> None:
+    """The items alive while a first pull writes are a few pages' worth, whatever the library's size and
+    however fast the server and the machine are: each item is counted, not the memory timed (the old
+    pull held every item until the end)."""
+    alive: weakref.WeakSet[Item] = weakref.WeakSet()
+    from_api = Item.from_api.__func__  # type: ignore[attr-defined]
+
+    def tracked(obj: Any) -> Item:
+        item = from_api(TrackedItem, obj)
+        alive.add(item)
+        return item
+
+    monkeypatch.setattr(Item, "from_api", tracked)
+    # What may hold a page, at most, when the store takes one: the requests still running (2 per
+    # connection, but the one in hand), the pages taken earlier in the same round of replies, the page in
+    # hand, the first page (which the pull keeps), and each connection's last reply: 5 per connection.
+    bound = 5 * WebSource.CONCURRENCY * 100
+    assert bound < ITEMS  # so that a pull holding every item fails
+    for n_items in (ITEMS, 2 * ITEMS):
         server = synthetic_server(zotero_api, n_items)
-        server.latency = 0.02  # a round trip longer than a page takes to write: the window fills early
-        with Store(tmp_path / f"warm-{n_items}.sqlite") as store:
-            pull(WebSource(config_for(server)), store)  # fills the fake server's own caches first
-        tracemalloc.start()
-        try:
-            with Store(tmp_path / f"store-{n_items}.sqlite") as store:
-                pull(WebSource(config_for(server)), store)
-                assert len(store.item_versions()) == n_items
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-
-    small, large = peak(ITEMS), peak(2 * ITEMS)
-    assert large < 1.5 * small, (small, large)
+        server.latency = latency
+        with Store(tmp_path / f"store-{n_items}.sqlite") as store:
+            with store.landing("test", rewrite=True) as landing:
+                counting = CountingLanding(landing, alive)
+                changes = WebSource(config_for(server)).changes(None, counting)
+                assert changes is not None and changes.complete
+                landing.finish(changes)
+            assert len(store.item_versions()) == n_items
+        assert len(counting.counts) == math.ceil(n_items / 100)
+        assert max(counting.counts) <= bound, counting.counts
 
 
 @pytest.fixture
@@ -178,16 +249,20 @@ def test_a_failed_pull_stops_the_requests_still_retrying_instead_of_waiting_for_
 ) -> None:
     """One of the first two requests is refused (403, which no retry mends) while the other waits out its
     backoff after a 503: the pull fails at once, and the waiting request gives up rather than retry."""
-    monkeypatch.setattr(
-        WebSource, "LIMITS", replace(WebSource.LIMITS, retry_wait=3.0)
-    )  # the backoff before the 503's retry: 3-6 s
+    monkeypatch.setattr(WebSource, "LIMITS", replace(WebSource.LIMITS, retry_wait=60.0))  # 60-120 s backoff
     server = synthetic_server(zotero_api, ITEMS)
     server.inject(Fault.status_code(503), Fault.status_code(403))
+    before = set(threading.enumerate())
     started = time.monotonic()
     with pytest.raises(SourceError, match="HTTP 403"):
         WebSource(config_for(server)).changes(None, Recorder(server))
-    assert time.monotonic() - started < 2
-    time.sleep(4)  # past the earliest retry
+    assert time.monotonic() - started < WebSource.RETRY_WAIT  # it did not wait for the retry
+    # The request waiting to retry gives up: its thread ends long before the retry was due, having sent
+    # nothing more.
+    for thread in set(threading.enumerate()) - before:
+        if thread.name.startswith("zotsync-request-"):
+            thread.join(timeout=WebSource.RETRY_WAIT / 2)
+            assert not thread.is_alive(), thread.name
     assert [r.status for r in server.requests] == [503, 403]
 
 
