@@ -212,14 +212,14 @@ def test_a_title_differing_in_a_symbol_is_not_matched_and_the_entry_says_why() -
 
 
 def test_a_lookalike_does_not_hide_the_right_item_behind_it() -> None:
-    good = api_item("GOOD2222", "A Study of Tensor Compilers for Deep Learning Workloads")
+    good = api_item("GQQD2222", "A Study of Tensor Compilers for Deep Learning Workloads")
     spoof = api_item("SPUF2222", "A Study of Tensor Compilers for Deep Learning Workloаds")  # Cyrillic а
     result = match(
         [entry("A Study of Tensor Compiler for Deep Learning Workloads")],
         [Item.from_api(good), Item.from_api(spoof)],
     )
     assert {t: i.key for t, i in result.by_title.items()} == {
-        "a study of tensor compiler for deep learning workloads": "GOOD2222"
+        "a study of tensor compiler for deep learning workloads": "GQQD2222"
     }
 
 

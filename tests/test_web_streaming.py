@@ -25,7 +25,7 @@ from zotero_server import FakeLibrary, Fault, ZoteroServer, synthetic_library
 
 from zotsync.errors import SourceError
 from zotsync.model import Item
-from zotsync.sources import web as web_module
+from zotsync.net import parallel
 from zotsync.sources.web import WebSource
 from zotsync.store import Store
 from zotsync.sync import pull
@@ -116,7 +116,7 @@ def test_requests_run_ahead_of_the_store_only_while_it_waits_for_them(
     every connection busy. The two extremes are set, not timed: the pull is told whether a reply has
     arrived when it looks."""
     futures = futures_whose_replies(arrived)
-    monkeypatch.setattr(web_module, "Future", futures)
+    monkeypatch.setattr(parallel, "Future", futures)
     server = synthetic_server(zotero_api, 2 * ITEMS)
     sink = Asked(server, futures)
     changes = WebSource(config_for(server)).changes(None, sink)
@@ -256,12 +256,12 @@ def test_a_failed_pull_stops_the_requests_still_retrying_instead_of_waiting_for_
     started = time.monotonic()
     with pytest.raises(SourceError, match="HTTP 403"):
         WebSource(config_for(server)).changes(None, Recorder(server))
-    assert time.monotonic() - started < WebSource.RETRY_WAIT  # it did not wait for the retry
+    assert time.monotonic() - started < WebSource.LIMITS.retry_wait  # it did not wait for the retry
     # The request waiting to retry gives up: its thread ends long before the retry was due, having sent
     # nothing more.
     for thread in set(threading.enumerate()) - before:
         if thread.name.startswith("zotsync-request-"):
-            thread.join(timeout=WebSource.RETRY_WAIT / 2)
+            thread.join(timeout=WebSource.LIMITS.retry_wait / 2)
             assert not thread.is_alive(), thread.name
     assert [r.status for r in server.requests] == [503, 403]
 
