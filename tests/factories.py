@@ -116,8 +116,14 @@ _AS_SCHEMA_7 = (
 _CREATOR_NAMES = ("creator_type", "last_name", "first_name", "name")
 
 
+def back_to_schema_8(path: Path) -> None:
+    """Turn the store at `path` back into a schema-8 store: without the record of exported files."""
+    edit(path, "DROP TABLE export_files", "DELETE FROM schema_migrations WHERE version > 8")
+
+
 def back_to_schema_7(path: Path) -> None:
     """Turn the store at `path` back into the schema-7 store the previous zotsync wrote."""
+    back_to_schema_8(path)
     db = sqlite3.connect(path)
     listed = db.execute("SELECT key, creators FROM items WHERE creators != '[]'").fetchall()
     db.execute("DROP TRIGGER item_page_update")  # it would follow the rewrite below

@@ -13,8 +13,9 @@ from conftest import SEEDS
 from factories import api_item, api_pdf, back_to_schema_6, edit, read, write_json
 from zotero_server import synthetic_library
 
+from zotsync import formats
 from zotsync.catalog import load_catalogue
-from zotsync.export import RENDERERS, SHOWS_ZOTERO_LINKS, Page
+from zotsync.export import Page, render_page
 from zotsync.reconcile import Options, reconcile
 from zotsync.reconcile.venue import load_venue_table
 from zotsync.sources import SnapshotSource
@@ -29,13 +30,14 @@ def pages(store: Store, catalogue_path: Path) -> tuple[list[str], list[str]]:
     # The full load (no stored facts), the lean one, and the lean one without creators (export's).
     for library in (store.load(), store.load_page(), store.load_page(creators=False)):
         page = Page(catalogue.title, catalogue.description, reconcile(catalogue, library, options).placements)
-        rendered.append([RENDERERS[fmt](page) for fmt in ("md", "csv")])
+        rendered.append([render_page(fmt, page) for fmt in ("md", "csv")])
     assert rendered[2] == rendered[1]
     # A CSV shows none of Zotero's links: rows built without them (nor the attachments they read) give
     # the same file, as `export` builds it.
     linkless = replace(options, zotero_links=False)
     rows = reconcile(catalogue, store.load_page(creators=False, attachments=False), linkless).placements
-    assert "csv" not in SHOWS_ZOTERO_LINKS and RENDERERS["csv"](Page("", "", rows)) == rendered[1][1]
+    assert not formats.get("csv").needs & formats.Needs.ZOTERO_LINKS
+    assert render_page("csv", Page("", "", rows)) == rendered[1][1]
     return rendered[0], rendered[1]
 
 

@@ -276,3 +276,17 @@ def test_a_subcollection_moved_out_of_a_deleted_parent_in_the_same_pull_stays(tm
         )
         store.apply(changes, source.id)
         assert store.load().collection_paths() == {"QTHR2222": "Other", "SUBB2222": "Other / Sub"}
+
+
+def test_every_table_of_a_new_store_is_one_the_mark_check_knows(tmp_path: Path) -> None:
+    """A store from before the mark is told from another program's database by its tables: the list
+    `schema.TABLES` must name every table a migration makes."""
+    from zotsync.store.schema import TABLES
+
+    path = tmp_path / "s.sqlite"
+    Store(path).close()
+    made = {
+        name
+        for (name,) in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    assert made <= TABLES

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import zotero_sqlite
 from conftest import ROOT, SEEDS
-from factories import back_to_schema_7
+from factories import back_to_schema_8
 
 from zotsync.errors import StoreError
 from zotsync.sources import SnapshotSource
@@ -187,8 +187,7 @@ def test_read_only_commands_neither_create_nor_upgrade_a_store(project: Path, ru
     assert not (project / ".zotsync").exists()
     # A store from an older zotsync (one migration behind) is read, not upgraded, by `status`.
     store = legacy_store(project)
-    back_to_schema_7(store)
-    assert len(MIGRATIONS) == 8  # so schema 7 is one migration behind
+    back_to_schema_8(store)  # one migration behind
     with contextlib.closing(sqlite3.connect(store, isolation_level=None)) as db:
         db.execute("DROP TABLE catalogue_rows")
     # The store itself (a WAL reader may add an empty -wal and update the -shm index beside its own store).

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import SEEDS
 
-from zotsync import app, fingerprint
+from zotsync import app
+from zotsync.export import record as fingerprint
 from zotsync.sources.snapshot import SnapshotSource
 from zotsync.store import Store
 
@@ -257,7 +258,7 @@ def test_config_digest_leaves_the_api_key_out(tmp_path):
     assert digest == fingerprint.config_digest(load_config(path))
     path.write_text((body % "Bbbbbbbbbbbbbbbbbbbbbbb2").replace('"1"', '"2"'), encoding="utf-8")
     assert digest != fingerprint.config_digest(load_config(path))
-    assert "Aaaaaaaa" not in fingerprint.ExportRecord({"config": digest}, 0, {}).dumps()
+    assert "Aaaaaaaa" not in fingerprint.ExportRecord({"config": digest}, 0).dumps()
 
 
 def test_changed_labels_render_again(project, run, renders):

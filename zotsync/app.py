@@ -10,11 +10,14 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from . import catalog_edit, digest, fingerprint, normalize
+from . import catalog_edit, digest, formats, normalize
 from .catalog import CatalogueFile, load_catalogue
 from .config import Config
 from .errors import ExportError, StoreError
-from .export import RENDERERS, SHOWS_ZOTERO_LINKS, Page
+from .export import ExportInput, LinkPlan, Page, page_text
+from .export.record import ExportRecord, export_inputs
+from .export.writer import write_exports
+from .formats import Needs
 from .gcpause import bulk_phase
 from .inputs import MAX_YAML, read_input_version, why_unreadable
 from .model import Catalogue, CatalogueEntry, Item, Library, Placement, in_collections
@@ -129,15 +132,32 @@ def merge(
     return Merged(page, reconciliation, library)
 
 
+def _merge_for(config: Config, catalogue: Catalogue, store: Store, names: Sequence[str]) -> Merged:
+    """The page with no more than the exporters `names` need (formats.Needs)."""
+    needs = formats.needs(names)
+    return merge(
+        config,
+        catalogue,
+        store,
+        creators=bool(needs & Needs.CREATORS),
+        links=bool(needs & Needs.ZOTERO_LINKS),
+    )
+
+
 def default_output(config: Config, fmt: str) -> Path:
-    return config.exports.dir / f"catalog.{fmt}"
+    return config.exports.dir / formats.get(fmt).page
 
 
 def render(config: Config, fmt: str) -> str:
+    """The page of the format `fmt` (what `export --output` writes)."""
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
-        links = fmt in SHOWS_ZOTERO_LINKS
-        return RENDERERS[fmt](merge(config, catalogue, store, creators=False, links=links).page)
+        merged = _merge_for(config, catalogue, store, [fmt])
+        return page_text(formats.get(fmt), ExportInput(merged.page, merged.library, _plan(config)))
+
+
+def _plan(config: Config) -> LinkPlan:
+    return LinkPlan(pages={name: formats.get(name).page for name in config.exports.formats})
 
 
 def run_sync(
@@ -149,33 +169,40 @@ def run_sync(
 ) -> SyncResult:
     """pull, then every configured export and the change digest; the lock covers all of it so two cron
     runs never interleave. When the pull changed nothing and every input of the page is as the last
-    sync left it (see `fingerprint`), the exports are not rendered again: they would be the same bytes."""
+    sync left it (see `export.record`), the exports are not rendered again: they would be the same
+    bytes."""
     catalogue_file = CatalogueFile.read(config.catalog, config.path)  # read once: digest and page agree
-    inputs = fingerprint.export_inputs(config, catalogue_file.digest)
-    paths = [default_output(config, fmt) for fmt in config.exports.formats]
+    inputs = export_inputs(config, catalogue_file.digest)
+    names = config.exports.formats
+    pages = [default_output(config, name) for name in names]
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
         open_store(config) as store,
     ):
-        last = fingerprint.ExportRecord.loads(store.sync_state.export_record)
+        last = ExportRecord.loads(store.sync_state.export_record)
         # The catalogue a sync exported from was valid; any other must parse before any request.
         catalogue = None if last and last.inputs == inputs else catalogue_file.load()
         with bulk_phase():
             report = pull(source, store, full=full, max_removal=_valve(config, force))
-        if last is not None and last.still_holds(inputs, store.generation, paths):
-            return SyncResult(report, tuple((path, False) for path in paths), source.requests)
+        files = store.export_files()
+        expected = {path: files.get(str(path)) for path in pages} | {Path(p): r for p, r in files.items()}
+        if last is not None and last.still_holds(inputs, store.generation, expected):
+            return SyncResult(report, tuple((path, False) for path in pages), source.requests)
         store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
-            links = not SHOWS_ZOTERO_LINKS.isdisjoint(config.exports.formats)  # none for a CSV alone
-            page = merge(config, catalogue or catalogue_file.load(), store, creators=False, links=links).page
-            written = [
-                (path, write_atomically(path, RENDERERS[fmt](page)))
-                for fmt, path in zip(config.exports.formats, paths, strict=True)
-            ]
-            written += record_changes(config, store, page, clock)
-        record = fingerprint.ExportRecord.of(inputs, store.generation, paths)
-        store.remember(export_record=record.dumps() if record else None)
+            merged = _merge_for(config, catalogue or catalogue_file.load(), store, names)
+            given = ExportInput(merged.page, merged.library, _plan(config))
+            made = [list(formats.get(name).render(given)) for name in names]
+            result = write_exports(
+                config.exports.dir,
+                [outputs[0] for outputs in made],
+                [output for outputs in made for output in outputs[1:]],
+                files,
+            )
+            written = result.written + record_changes(config, store, merged.page, clock)
+        record = ExportRecord(inputs, store.generation)
+        store.record_export(record.dumps(), result.records)
     return SyncResult(report, tuple(written), source.requests)
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import __version__, runlog
+from . import __version__, formats, runlog
 from .errors import Interrupted, Terminated, ZotsyncError
 from .secrets import RedactFilter, redact, register, register_url
 from .text import json_safe, one_line, one_line_each, printable
@@ -170,13 +170,13 @@ def pull_command(state: _State, full: bool, force: bool) -> None:
 
 
 @cli.command("export")
-@click.option("--format", "fmt", type=click.Choice(["md", "csv"]), required=True, help="Output format.")
+@click.option("--format", "fmt", type=click.Choice(formats.names()), required=True, help="Output format.")
 @click.option(
     "--output", metavar="PATH|-", help="Where to write (default: <exports.dir>/catalog.<ext>; - is stdout)."
 )
 @pass_state
 def export_command(state: _State, fmt: str, output: str | None) -> None:
-    """Write the merged catalogue as Markdown or CSV."""
+    """Write the merged catalogue in one format (`exports.formats` lists what `sync` writes)."""
     from . import app
 
     text = app.render(state.config, fmt)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import formats as export_formats
 from .errors import ConfigError
 from .inputs import absolute
 from .labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
@@ -27,7 +28,6 @@ from .yamlio import load_yaml, text_of, where
 SEARCH_PATHS = (Path("zotsync.yaml"), Path("config/zotsync.yaml"))
 CONFIG_NAME = "zotsync.yaml"
 SOURCE_TYPES = ("snapshot", "web", "local")
-FORMATS = ("md", "csv")
 DEFAULT_BASE_URL = "https://api.zotero.org"
 DEFAULT_DEADLINE = 600.0  # seconds a pull may take before it gives up: an unattended run always ends
 MAX_DEADLINE = 86400.0
@@ -179,10 +179,10 @@ class SourceConfig:
 class ExportsConfig:
     dir: Path = local_path("exports", "the folder the exports are written to")
     formats: tuple[str, ...] = setting(
-        FORMATS,
+        export_formats.DEFAULT,
         lambda r, v: _formats(r, v),
         "the formats `sync` writes",
-        {"type": "array", "items": {"type": "string", "enum": list(FORMATS)}},
+        {"type": "array", "items": {"type": "string", "enum": list(export_formats.BUILT_IN)}},
     )
     archive_link: str = text("", "a link every Zotero row gets; {key} is the item key")
     language: str = choice(DEFAULT_LANGUAGE, LANGUAGES, "the built-in words of the page: en or zh")
@@ -196,10 +196,11 @@ class ExportsConfig:
 
 
 def _formats(reading: Reading, value: Any) -> tuple[str, ...]:
-    formats = list(FORMATS) if value is None else [value] if isinstance(value, str) else value
-    if not isinstance(formats, list) or any(f not in FORMATS for f in formats):
-        raise reading.fail(f"must list some of {', '.join(FORMATS)}")
-    return tuple(dict.fromkeys(formats))
+    named = list(export_formats.DEFAULT) if value is None else [value] if isinstance(value, str) else value
+    known = export_formats.names()
+    if not isinstance(named, list) or any(f not in known for f in named):
+        raise reading.fail(f"must list some of {', '.join(known)}")
+    return tuple(dict.fromkeys(named))
 
 
 def _labels(reading: Reading, value: Any) -> Labels:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from .errors import ConfigError, ZotsyncError
-from .outputs import FileVersion
 
 # The bounds are far above any real input and far below what would exhaust a machine.
 # YAML (the config, the catalogue, a venue table): a real catalogue is well under 1 MB (5,000 entries
@@ -31,6 +32,15 @@ MAX_SNAPSHOT = 2**30
 # Windows has no FIFOs to guard against).
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class FileVersion:
+    """A file's bytes and which file held them, as read: what an edit of it was made from."""
+
+    data: bytes
+    device: int
+    inode: int
 
 
 def absolute(path: Path) -> Path:
@@ -109,6 +119,16 @@ def read_text_input(
     except UnicodeDecodeError as exc:
         raise error(f"cannot read {what} {path}: {why_unreadable(path, exc)}") from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a regular file's bytes, streamed; None when it cannot be read (missing, a folder, a
+    pipe or a device, which would never end: what reads it next says why)."""
+    try:
+        with open_input(path, str(path)) as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+    except (OSError, ZotsyncError):
+        return None
 
 
 def why_unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> str:

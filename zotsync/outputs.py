@@ -5,6 +5,7 @@ meanwhile."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import tempfile
@@ -13,17 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ExportError
+from .inputs import FileVersion, file_digest
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no FIFOs to guard against
-
-
-@dataclass(frozen=True, slots=True)
-class FileVersion:
-    """A file's bytes and which file held them, as read: what an edit of it was made from."""
-
-    data: bytes
-    device: int
-    inode: int
 
 
 def read_version(path: Path, follow_links: bool = True) -> FileVersion:
@@ -264,3 +257,40 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """A file as zotsync left it: enough to tell, from a `stat`, that it is still that file."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+    @classmethod
+    def of(cls, path: Path, data: bytes | None = None) -> FileRecord | None:
+        """None unless `path` is a regular file (a device or FIFO keeps nothing to compare, and reading
+        a FIFO back would wait for a writer forever)."""
+        try:
+            info = path.lstat()
+        except OSError:
+            return None
+        if not _regular(info):
+            return None
+        digest = hashlib.sha256(data).hexdigest() if data is not None else file_digest(path)
+        return cls(info.st_size, info.st_mtime_ns, digest) if digest is not None else None
+
+    def holds(self, path: Path) -> bool:
+        """Whether `path` is still this file: the same size and modification time, or else (touched, or
+        copied back) the same bytes."""
+        try:
+            info = path.lstat()
+        except OSError:
+            return False
+        if not _regular(info) or info.st_size != self.size:
+            return False
+        return info.st_mtime_ns == self.mtime_ns or file_digest(path) == self.sha256
+
+
+def _regular(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode)

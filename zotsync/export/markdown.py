@@ -10,12 +10,15 @@ from __future__ import annotations
 import functools
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import groupby
+from pathlib import PurePosixPath
 
+from ..formats import Exporter, Needs, Output
 from ..labels import Labels, labels_for
 from ..model import Link, Placement
 from ..text import FLATTEN_CHANGES, flatten
+from .base import ExportInput
 
 # Link targets written as links: the web, mail, Zotero's own, DOIs, and paths relative to the page.
 LINK_SCHEMES = frozenset({"http", "https", "mailto", "zotero", "doi"})
@@ -111,3 +114,19 @@ def link_target(url: str) -> str:
         return url
     url = flatten(url)
     return _ENTITY.sub("\\\\&", _TARGET_CHARS.sub(lambda m: _TARGET_CODES[m.group(0)], url))
+
+
+def _outputs(given: ExportInput) -> Iterator[Output]:
+    page = given.page
+    yield Output(
+        PurePosixPath(EXPORTER.page), render_markdown(page.title, page.description, page.rows, page.labels)
+    )
+
+
+EXPORTER = Exporter(
+    name="md",
+    summary="the reading list as a Markdown page, one table per category",
+    page="catalog.md",
+    render=_outputs,
+    needs=Needs.ZOTERO_LINKS,
+)

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SourceError
-from ..fingerprint import file_digest
-from ..inputs import MAX_SNAPSHOT, read_text_input
+from ..inputs import MAX_SNAPSHOT, file_digest, read_text_input
 from ..model import (
     CHILD_TYPES,
     Changes,

@@ -6,12 +6,13 @@ import contextlib
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..errors import StoreError
 from ..facts import ItemFacts, stored_version
 from ..model import CHILD_TYPES, Changes, Collection, Library
+from ..outputs import FileRecord
 from .codec import items_of, page_items
 from .failures import cause, store_errors
 from .identity import APPLICATION_ID, identify, not_ours
@@ -272,6 +273,24 @@ class Store:
     def touch(self) -> None:
         """Record a pull that found nothing new."""
         self.remember(last_sync_at=now())
+
+    # -- what the last sync exported ----------------------------------------------------------------
+    @store_errors
+    def export_files(self) -> dict[str, FileRecord]:
+        """Every file the last complete sync exported: absolute path → how it left it."""
+        rows = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM export_files")
+        return {path: FileRecord(size, mtime_ns, sha256) for path, size, mtime_ns, sha256 in rows}
+
+    @store_errors
+    def record_export(self, record: str | None, files: Mapping[str, FileRecord]) -> None:
+        """Remember what a sync exported (`export_record`, None to forget it) and the files it left."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM export_files")
+            db.executemany(
+                "INSERT INTO export_files VALUES (?, ?, ?, ?)",
+                ((path, f.size, f.mtime_ns, f.sha256) for path, f in files.items()),
+            )
+            write_state(db, {"export_record": record})
 
     # -- the last synced page (change digest) ---------------------------------------------------
     @store_errors

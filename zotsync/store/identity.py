@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from ..errors import StoreError
-from .schema import TABLES_BEFORE_THE_MARK
+from .schema import TABLES
 
 # SQLite's header field for "which program's file is this": zotsync sets it on every store it creates
 # and checks it before any write ("zots" in ASCII).
@@ -47,7 +47,7 @@ def identify(path: Path) -> str | None:
         return "it is not a readable SQLite database"
     if tables >= _ZOTERO_TABLES:
         return "it looks like Zotero's own database"
-    if tables <= TABLES_BEFORE_THE_MARK and {"version", "applied_at"} <= columns:
+    if tables <= TABLES and {"version", "applied_at"} <= columns:
         return None  # written by a zotsync from before the mark; opening it adds the mark
     return "it looks like an SQLite database of another program"
 

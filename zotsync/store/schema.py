@@ -255,9 +255,30 @@ def compact_item_creators(db: sqlite3.Connection) -> None:
         )
 
 
-# Every table a zotsync from before the store's mark (application_id) could have made: such a store is
-# ours only if it has the migrations table and none but these (`identity.identify`).
-TABLES_BEFORE_THE_MARK = frozenset(
+@migration
+def export_files(db: sqlite3.Connection) -> None:
+    """9: every file the last sync exported (a page, a note page, …), as it left it: so that the next
+    sync can tell the files on disk are still those (without reading them: size and modification time),
+    replace only files it wrote, and remove what it wrote and no longer writes. Replaces the list of
+    files in sync_state's export_record."""
+    run_sql(
+        db,
+        """
+        CREATE TABLE export_files (
+            path TEXT PRIMARY KEY,      -- absolute
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            sha256 TEXT NOT NULL
+        );
+        DELETE FROM sync_state WHERE name = 'export_record';
+        """,
+    )
+
+
+# Every table a migration makes: a store without the mark (application_id 0, from a zotsync before it) is
+# ours only if it has the migrations table and none but these (`identity.identify`). A new migration's
+# table joins here (tests/test_store.py checks that a new store has no other).
+TABLES = frozenset(
     {
         "schema_migrations",
         "sync_state",
@@ -267,6 +288,7 @@ TABLES_BEFORE_THE_MARK = frozenset(
         "item_collections",
         "catalogue_rows",
         "item_page",
+        "export_files",
     }
 )
 

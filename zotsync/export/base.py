@@ -1,0 +1,56 @@
+"""What every exporter is given: the page, the library it was made from, and the plan of files."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..formats import Exporter, Output
+from ..labels import Labels, labels_for
+from ..model import Library, Placement
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """The merged catalogue as the page shows it: its title, description and rows in page order."""
+
+    title: str
+    description: str
+    rows: Sequence[Placement]
+    labels: Labels = field(default_factory=labels_for)  # the page's own words
+
+
+@dataclass(frozen=True, slots=True)
+class LinkPlan:
+    """Where each file of an export lives, relative to `exports.dir`, decided before any exporter runs,
+    so that a page can link to what another exporter writes (and every link resolves: `href` makes it
+    relative to the file it is written in, as a static site and GitHub both read it)."""
+
+    pages: Mapping[str, str] = field(default_factory=dict)  # format name → its page file
+
+    @staticmethod
+    def href(source: str, target: str, anchor: str = "") -> str:
+        """The link from the file `source` to `target` (both relative to `exports.dir`)."""
+        folder = posixpath.dirname(source) or "."
+        relative = posixpath.relpath(target, folder) if target else ""
+        return relative + (f"#{anchor}" if anchor else "")
+
+
+def plan_for(formats: Iterable[str], exporters: Mapping[str, Exporter]) -> LinkPlan:
+    return LinkPlan(pages={name: exporters[name].page for name in formats})
+
+
+@dataclass(frozen=True, slots=True)
+class ExportInput:
+    """An exporter's input: the page rows, the library (with what the exporter `needs`), the plan."""
+
+    page: Page
+    library: Library = field(default_factory=Library)
+    plan: LinkPlan = field(default_factory=LinkPlan)
+
+
+def page_text(exporter: Exporter, given: ExportInput) -> str:
+    """The exporter's page alone (what `export --output` writes): its first output's text."""
+    first: Output = next(iter(exporter.render(given)))
+    return first.text

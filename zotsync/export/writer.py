@@ -1,0 +1,77 @@
+"""Writing what the exporters of one sync made, in `exports.dir`.
+
+- The page files (each format's `Exporter.page`: catalog.md, catalog.csv, …) change together: all of
+  them are staged before any is renamed into place (`outputs.write_together`). They are zotsync's by
+  name, as the config names the folder they go to.
+- Every other file (a note page, the tags page) is replaced on its own, atomically, and only if zotsync
+  wrote it before (it is in the store's record), is not there, or already holds these bytes: a file of
+  that name zotsync did not write is left alone, and said so.
+- A file zotsync wrote before and no longer writes goes, unless it was changed since (then it stays,
+  and is said so). Only files in `exports.dir` go; the record forgets the others.
+
+Unchanged bytes are never rewritten, so an unchanged file keeps its modification time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ExportError
+from ..formats import Output
+from ..outputs import read_regular, write_atomically, write_together
+from .record import FileRecord
+
+log = logging.getLogger("zotsync")
+
+
+@dataclass(slots=True)
+class WriteResult:
+    written: list[tuple[Path, bool]] = field(default_factory=list)  # each file written, and if it changed
+    records: dict[str, FileRecord] = field(default_factory=dict)  # path → record, of every file now ours
+    removed: list[Path] = field(default_factory=list)
+
+
+def write_exports(
+    folder: Path, pages: Iterable[Output], others: Iterable[Output], known: Mapping[str, FileRecord]
+) -> WriteResult:
+    """Write `pages` together and `others` one by one into `folder`; `known`: the record of what zotsync
+    wrote before (absolute path → record)."""
+    result = WriteResult()
+    page_files = [(folder / output.path, output.text) for output in pages]
+    for path, changed in write_together(page_files):
+        result.written.append((path, changed))
+        _remember(result, path, dict(page_files)[path])
+    for output in others:
+        path = folder / output.path
+        if str(path) not in known and not _absent_or_holding(path, output.text):
+            log.warning("%s was not written by zotsync: left as it is", path)
+            continue
+        result.written.append((path, write_atomically(path, output.text)))
+        _remember(result, path, output.text)
+    for name, record in known.items():
+        path = Path(name)
+        if name in result.records or not path.is_relative_to(folder):
+            continue
+        if record.holds(path):
+            path.unlink()
+            result.removed.append(path)
+        elif path.exists():
+            log.warning("%s changed since zotsync wrote it: left as it is, no longer updated", path)
+    return result
+
+
+def _remember(result: WriteResult, path: Path, text: str) -> None:
+    record = FileRecord.of(path, text.encode("utf-8"))
+    if record is not None:  # a device or FIFO keeps nothing to compare
+        result.records[str(path)] = record
+
+
+def _absent_or_holding(path: Path, text: str) -> bool:
+    try:
+        held = read_regular(path)
+    except ExportError:
+        return False  # a link, a folder, …: not ours to replace
+    return held is None or held == text.encode("utf-8")

@@ -1,0 +1,94 @@
+"""The export formats: one registry that the CLI (`--format`), the config (`exports.formats`), `init` and
+the docs derive from.
+
+A format is an `Exporter`: its name, the page file it writes, what it needs of the library, and a
+`render` that turns what it is given (`export.base.ExportInput`) into the files to write. Exporters
+only render; one writer (`export.writer`) writes every file of a sync, records it, and removes what an
+earlier sync wrote and this one no longer does.
+
+The built-in formats are modules listed in BUILT_IN, each defining `EXPORTER`, imported by name when
+first asked for: their names are known without importing any exporter, so `zotsync --help` and the
+config's validation stay light. A program using zotsync as a library adds a format of its own with
+`register` (before it loads a config naming it).
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .export.base import ExportInput
+
+# Format name → the module whose EXPORTER it is, in the order `sync` writes them by default.
+BUILT_IN: dict[str, str] = {
+    "md": "zotsync.export.markdown",
+    "csv": "zotsync.export.csv",
+}
+DEFAULT = ("md", "csv")  # `exports.formats` when the config names none
+
+
+class Needs(enum.Flag):
+    """What an exporter needs beyond the page rows; the library is loaded with no more than this."""
+
+    NOTHING = 0
+    ZOTERO_LINKS = enum.auto()  # rows carry Zotero's links (paper, PDFs, zotero://): attachments are read
+    CREATORS = enum.auto()  # each item's creators as Zotero holds them, not just the authors' names
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """A file an exporter made: where it goes, relative to `exports.dir`, and its text."""
+
+    path: PurePosixPath
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Exporter:
+    name: str  # a value of `exports.formats` and `--format`
+    summary: str  # one line, for `--help` and the docs
+    page: str  # the page file, relative to `exports.dir`: what `--output` replaces
+    render: Callable[[ExportInput], Iterable[Output]]  # the page first, then any other file
+    needs: Needs = Needs.NOTHING
+
+
+def register(exporter: Exporter) -> Exporter:
+    """Add a format for this run: one a program using zotsync builds, or a test's. Built-in formats
+    need no call."""
+    _extra[exporter.name] = exporter
+    return exporter
+
+
+_extra: dict[str, Exporter] = {}
+
+
+def names() -> tuple[str, ...]:
+    """Every format's name: the built-in ones first, in their order."""
+    return tuple(dict.fromkeys([*BUILT_IN, *_extra]))
+
+
+def get(name: str) -> Exporter:
+    """The exporter of `name` (a KeyError for an unknown one, which config and the CLI rule out)."""
+    return _extra[name] if name in _extra else _load(BUILT_IN[name])
+
+
+@cache
+def _load(module: str) -> Exporter:
+    exporter = importlib.import_module(module).EXPORTER
+    if not isinstance(exporter, Exporter):
+        raise TypeError(f"{module}.EXPORTER is not a zotsync Exporter")
+    return exporter
+
+
+def needs(formats: Iterable[str]) -> Needs:
+    """What the library must hold for all of `formats`."""
+    wanted = Needs.NOTHING
+    for name in formats:
+        wanted |= get(name).needs
+    return wanted
