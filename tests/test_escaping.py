@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from zotsync.export.markdown import LINK_SCHEMES, cell, link_markdown, render_markdown
+from zotsync.export.markdown import render_markdown
+from zotsync.export.mdtext import LINK_SCHEMES, cell, link
 from zotsync.labels import labels_for
 from zotsync.model import Link
 from zotsync.text import one_line
@@ -146,14 +147,14 @@ def test_only_web_mail_zotero_doi_and_relative_targets_are_links(tmp_path: Path,
 
 
 def test_link_markdown_writes_unsafe_schemes_as_text() -> None:
-    assert link_markdown("Paper", "https://a/b c") == "[Paper](https://a/b%20c)"
-    assert link_markdown("Note", "notes/a.md") == "[Note](notes/a.md)"
-    assert link_markdown("Z", "zotero://select/library/items/X") == "[Z](zotero://select/library/items/X)"
-    assert link_markdown("Evil", "javascript:alert(1)") == "Evil (javascript:alert(1))"
-    assert link_markdown("Evil", " javascript:x") == "Evil (javascript:x)"
-    assert link_markdown("Evil", "file:///etc/passwd") == "Evil (file:///etc/passwd)"
-    assert link_markdown("Entity", "a&amp;b") == "[Entity](a\\&amp;b)"  # not decoded into a scheme
-    assert link_markdown("[x]", "https://a") == "[\\[x\\]](https://a)"
+    assert link("Paper", "https://a/b c") == "[Paper](https://a/b%20c)"
+    assert link("Note", "notes/a.md") == "[Note](notes/a.md)"
+    assert link("Z", "zotero://select/library/items/X") == "[Z](zotero://select/library/items/X)"
+    assert link("Evil", "javascript:alert(1)") == "Evil (javascript:alert(1))"
+    assert link("Evil", " javascript:x") == "Evil (javascript:x)"
+    assert link("Evil", "file:///etc/passwd") == "Evil (file:///etc/passwd)"
+    assert link("Entity", "a&amp;b") == "[Entity](a\\&amp;b)"  # not decoded into a scheme
+    assert link("[x]", "https://a") == "[\\[x\\]](https://a)"
     assert set(LINK_SCHEMES) == {"http", "https", "mailto", "zotero", "doi"}
 
 

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from zotsync.export.csv import COLUMNS, render_csv
-from zotsync.export.markdown import cell, render_markdown
+from zotsync.export.markdown import render_markdown
+from zotsync.export.mdtext import cell
 from zotsync.labels import labels_for
 from zotsync.model import Link
 

@@ -103,6 +103,7 @@ def test_status_names_a_library_without_an_id_by_its_source_kind(kind: str) -> N
         "duplicates": [],
         "near_duplicate_categories": [],
         "status_conflicts": [],
+        "untitled": [],
         "inbox": [],
     }
     first = format_text(report).splitlines()[0]

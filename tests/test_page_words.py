@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -115,3 +116,63 @@ def test_the_exports_page_lists_both_built_in_sets_in_full() -> None:
         assert line.endswith(f"| `{getattr(BUILT_IN['en'], name)}` | `{getattr(BUILT_IN['zh'], name)}` |"), (
             line
         )
+
+
+def untitled_project(folder: Path, exports: str = "") -> Path:
+    """Two items whose titles show nothing (empty; spaces, a line break and an escape sequence) beside a
+    titled one."""
+    write_json(
+        folder / "library.json",
+        [
+            api_collection("COLL2222", "Systems"),
+            api_item("NTTL2222", "", collections=["COLL2222"]),
+            api_item("SPCE2222", " \n\x1b \u202e", tags=["gpu"]),
+            api_item("ITEM2222", "A titled paper", collections=["COLL2222"]),
+        ],
+    )
+    (folder / "catalog.yaml").write_text("title: Mine\ncategories: []\n", encoding="utf-8")
+    return write_config(
+        folder,
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        "exports:\n  dir: out\n  formats: [md]\n" + exports + "\n",
+    )
+
+
+def test_an_item_without_a_title_shows_the_placeholder_in_the_pages_words(tmp_path: Path, run) -> None:
+    config = untitled_project(tmp_path)
+    assert run("-q", "--config", str(config), "sync").code == 0
+    page = (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    assert "| ⬜ | (untitled) | venue unknown |  |" in page  # in Systems
+    assert "| ⬜ | (untitled) | venue unknown | Tags: gpu |" in page  # in Unfiled
+    assert "|  |" not in page.replace("venue unknown |  |", "")  # no other empty cell
+
+    (tmp_path / "zh").mkdir()
+    zh = untitled_project(tmp_path / "zh", "  language: zh")
+    assert run("-q", "--config", str(zh), "sync").code == 0
+    assert page_of(tmp_path / "zh").count("| ⬜ | （无标题） |") == 2
+
+    (tmp_path / "own").mkdir()
+    own = untitled_project(tmp_path / "own", "  labels: {no_title: '[no title] *'}")
+    assert run("-q", "--config", str(own), "sync").code == 0
+    # the page's words are text too
+    assert page_of(tmp_path / "own").count("| ⬜ | \\[no title\\] \\* |") == 2
+
+
+def page_of(folder: Path) -> str:
+    return (folder / "out" / "catalog.md").read_text(encoding="utf-8")
+
+
+def test_status_lists_the_items_without_a_title(tmp_path: Path, run) -> None:
+    config = str(untitled_project(tmp_path))
+    assert run("-q", "--config", config, "sync").code == 0
+    text = run("--config", config, "status")
+    assert text.code == 0
+    lines = text.out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("items without a title"))
+    assert lines[at].endswith(": 2")
+    assert sorted(lines[at + 1 : at + 3]) == ["  - NTTL2222 in Systems", "  - SPCE2222 in Unfiled"]
+    report = json.loads(run("--config", config, "status", "--format", "json").out)
+    assert sorted(report["untitled"], key=lambda u: u["zotero_key"]) == [
+        {"zotero_key": "NTTL2222", "categories": ["Systems"]},
+        {"zotero_key": "SPCE2222", "categories": ["Unfiled"]},
+    ]

@@ -28,6 +28,7 @@ from .reconcile.venue import load_venue_table
 from .sources import open_source
 from .store import Store, exclusive_lock
 from .sync import PullReport, pull
+from .text import blank
 
 
 @contextlib.contextmanager
@@ -270,6 +271,7 @@ def _status_report(config: Config) -> dict[str, Any]:
         # A heading one typo from another is a section nobody meant (a collection named `LLM inferance`)
         "near_duplicate_categories": [{"names": list(pair)} for pair in near_duplicates(headings)],
         "inbox": inbox(config, rows),
+        "untitled": untitled(rows),
         "status_conflicts": [
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
@@ -280,6 +282,18 @@ def origin(source_id: str) -> str:
     """Where a source id says the library came from: the file, or the Web API's URL."""
     kind, _, where = source_id.partition(":")
     return where.partition("#")[0] if kind in ("local", "snapshot") else where
+
+
+def untitled(rows: Sequence[Placement]) -> list[dict[str, Any]]:
+    """Zotero items whose title is empty (or only spaces and controls), with the categories they are
+    in: the page shows the `no_title` placeholder for them until the curator gives them a title."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.zotero_key and blank(row.title):
+            found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "categories": []})[
+                "categories"
+            ].append(row.category)
+    return list(found.values())
 
 
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:

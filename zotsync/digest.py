@@ -8,20 +8,17 @@ trashed item) keeps its curated title as an alias, so it is not reported as remo
 
 from __future__ import annotations
 
-import html
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from . import normalize
+from .export.mdtext import line
 from .model import Placement
-from .text import flatten
 
 Clock = Callable[[], datetime]  # injectable, so tests can fix the section's date
 GROUPS = ("Added", "Removed", "Recategorised", "Newly read", "Retitled")
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,22 +137,22 @@ def _unique_by_alias(identities: Iterable[str], entries: dict[str, _Entry]) -> d
 
 
 def render(digest: Digest, when: datetime) -> str:
-    """One section: `## YYYY-MM-DD HH:MM UTC`, then a `###` list per non-empty group."""
+    """One section: `## YYYY-MM-DD HH:MM UTC`, then a `###` list per non-empty group. Each item is text
+    (titles and category names render as written, like on the page)."""
     when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
     show: dict[str, tuple[str, ...]] = {
-        "Added": tuple(map(_inline, digest.added)),
-        "Removed": tuple(map(_inline, digest.removed)),
+        "Added": digest.added,
+        "Removed": digest.removed,
         "Recategorised": tuple(
-            f"{_inline(title)}: {_categories(old)} → {_categories(new)}"
-            for title, old, new in digest.recategorised
+            f"{title}: {_categories(old)} → {_categories(new)}" for title, old, new in digest.recategorised
         ),
-        "Newly read": tuple(map(_inline, digest.newly_read)),
-        "Retitled": tuple(f"{_inline(old)} → {_inline(new)}" for old, new in digest.retitled),
+        "Newly read": digest.newly_read,
+        "Retitled": tuple(f"{old} → {new}" for old, new in digest.retitled),
     }
     parts = [f"## {when:%Y-%m-%d %H:%M} UTC"]
     for group in GROUPS:
         if show[group]:
-            parts.append(f"### {group}\n\n" + "\n".join(f"- {line}" for line in show[group]))
+            parts.append(f"### {group}\n\n" + "\n".join(f"- {line(item)}" for item in show[group]))
     return "\n\n".join(parts) + "\n"
 
 
@@ -165,14 +162,7 @@ def prepend(section: str, existing: str) -> str:
 
 
 def _categories(names: Sequence[str]) -> str:
-    return ", ".join(map(_inline, names)) or "—"
-
-
-def _inline(text: str) -> str:
-    """A title as Markdown text: one line without controls or bidi overrides (as on the page), no raw
-    HTML, no accidental emphasis or links."""
-    text = html.escape(flatten(text), quote=False)
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return ", ".join(names) or "—"
 
 
 def utc_now() -> datetime:

@@ -39,6 +39,7 @@ class Labels:
     noted: str
     no_venue: str  # the Venue cell when neither the curator nor Zotero names one (`· year` may follow)
     tags: str  # before the tags in the Why cell when the curator wrote no why
+    no_title: str  # the Paper cell of an item whose title is empty
     link_paper: str  # the labels of the links zotsync adds (a curator's own links keep their labels)
     link_pdf: str  # a second PDF is `<link_pdf>2`, and so on
     link_zotero: str
@@ -57,6 +58,7 @@ BUILT_IN: dict[str, Labels] = {
         summary="{entries} entries; {read} read, {unread} to read.",
         no_venue="venue unknown",
         tags="Tags: ",
+        no_title="(untitled)",
         link_archive="Archive",
         **_SHARED,
         **_MARKS,
@@ -67,6 +69,7 @@ BUILT_IN: dict[str, Labels] = {
         summary="共 {entries} 个清单条目；已读 {read}，待读 {unread}。",
         no_venue="来源待补全",
         tags="标签：",
+        no_title="（无标题）",
         link_archive="归档标签",
         **_SHARED,
         **_MARKS,

@@ -68,6 +68,11 @@ def flatten(text: str) -> str:
     return " ".join(strip_unsafe(text, keep=_SPACES).split())
 
 
+def blank(text: str) -> bool:
+    """Whether `text` shows nothing on a page: empty, or only whitespace, controls and bidi overrides."""
+    return not text or (not text[0].isalnum() and not flatten(text))  # most text starts with a letter
+
+
 def strip_unsafe(text: str, keep: str = "") -> str:
     """`text` without controls and bidi overrides (for the exports), except the characters in `keep`."""
     return UNSAFE.sub(lambda m: m.group(0) if m.group(0) in keep else "", text)

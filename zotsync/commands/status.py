@@ -43,6 +43,11 @@ def format_text(report: dict[str, Any]) -> str:
             report["status_conflicts"],
             lambda s: f"{s['title']}: curated {s['curated']}, Zotero {s['zotero']}",
         ),
+        (
+            "items without a title (the page shows a placeholder; give them one in Zotero)",
+            report["untitled"],
+            lambda u: f"{u['zotero_key']} in {', '.join(u['categories'])}",
+        ),
         ("inbox items not yet curated", report["inbox"], lambda i: f"{i['title']} [{i['zotero_key']}]"),
     )
     for heading, rows, show in sections:
