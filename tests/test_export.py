@@ -6,7 +6,8 @@ import csv
 import io
 import re
 
-from factories import placement
+from conftest import write_config
+from factories import api_item, placement, write_json
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -184,3 +185,38 @@ def test_csv_collections_list_twenty_paths_then_an_ellipsis() -> None:
     cells = [r["collections"] for r in csv.DictReader(io.StringIO(render_csv(rows)))]
     twenty = "; ".join(paths[:20])
     assert cells == [twenty, twenty + "; …", twenty + "; …"]
+
+
+DOI_FIELDS = {
+    "NDQI2222": ("e Applications of Tensor Algebra", None),  # a title pasted into the DOI field
+    "NDQI3333": ("10.1145", None),  # a prefix alone
+    "NDQI4444": ("see 10.1145/3503222.3507723", None),
+    "BARE2222": ("10.1145/3503222.3507723", "https://doi.org/10.1145/3503222.3507723"),
+    "PRFX2222": ("doi: 10.1109/TPDS.2020.3030548", "https://doi.org/10.1109/TPDS.2020.3030548"),
+    "HTTP2222": ("https://doi.org/10.1000.10/ABC", "https://doi.org/10.1000.10/ABC"),
+    # an old Wiley DOI: its suffix holds < > ; and parentheses, percent-encoded in the target
+    "SICI2222": (
+        "10.1002/(SICI)1097-4636(199812)43:4<448::AID-JBM13>3.0.CO;2-W",
+        "https://doi.org/10.1002/%28SICI%291097-4636%28199812%2943:4%3C448::AID-JBM13%3E3.0.CO;2-W",
+    ),
+}
+
+
+def test_only_a_doi_becomes_a_doi_org_link(tmp_path, run) -> None:
+    items = [api_item(key, key, DOI=doi) for key, (doi, _) in DOI_FIELDS.items()]
+    write_json(tmp_path / "library.json", items)
+    (tmp_path / "catalog.yaml").write_text("categories: []\n", encoding="utf-8")
+    config = write_config(
+        tmp_path,
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        "exports: {dir: out, language: en}\n",
+    )
+    assert run("-q", "--config", str(config), "sync").code == 0
+    page = (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    cells = [line.split(" | ") for line in page.splitlines() if line.startswith("| ⬜")]
+    rows = {row[1]: row[4] for row in cells}  # the Links cell by title (each item is titled by its key)
+    for key, (_, link) in DOI_FIELDS.items():
+        zotero = f"[Zotero](zotero://select/library/items/{key})"
+        assert rows[key] == (f"[Paper]({link}) / {zotero} |" if link else f"{zotero} |"), key
+    data = csv.DictReader(io.StringIO((tmp_path / "out" / "catalog.csv").read_text(encoding="utf-8")))
+    assert {row["zotero_key"]: row["doi"] for row in data} == {k: doi for k, (doi, _) in DOI_FIELDS.items()}

@@ -124,10 +124,10 @@ def untitled_project(folder: Path, exports: str = "") -> Path:
     write_json(
         folder / "library.json",
         [
-            api_collection("COLL2222", "Systems"),
-            api_item("NTTL2222", "", collections=["COLL2222"]),
+            api_collection("CQLL2222", "Systems"),
+            api_item("NTTL2222", "", collections=["CQLL2222"]),
             api_item("SPCE2222", " \n\x1b \u202e", tags=["gpu"]),
-            api_item("ITEM2222", "A titled paper", collections=["COLL2222"]),
+            api_item("ITEM2222", "A titled paper", collections=["CQLL2222"]),
         ],
     )
     (folder / "catalog.yaml").write_text("title: Mine\ncategories: []\n", encoding="utf-8")

@@ -22,6 +22,18 @@ def doi(value: str) -> str:
     return value.casefold() if value.startswith("10.") else ""
 
 
+# What a DOI looks like (the DOI Handbook): `10.`, a registrant code (Crossref's 4 to 9 digits, maybe with
+# `.`-separated subdivisions), `/`, and a suffix of printable characters (old Wiley DOIs hold `<>;`).
+_DOI_SYNTAX = re.compile(r"10\.[0-9]{4,9}(?:\.[0-9]+)*/\S+")
+
+
+def doi_name(value: str) -> str:
+    """The DOI a field holds, as written but without a `doi:` or `https://doi.org/` prefix; empty when
+    the field holds something else (a title pasted into it, a note): only a DOI becomes a doi.org link."""
+    value = _DOI_PREFIX.sub("", value.strip())
+    return value if _DOI_SYNTAX.fullmatch(value) else ""
+
+
 def arxiv(value: str) -> str:
     """An arXiv id without its `arXiv:` prefix and version: `arXiv:2501.01234v2` → `2501.01234`."""
     value = value.strip()

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .. import normalize
 from ..facts import ItemFacts
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
 from .match import MatchResult, match
@@ -159,7 +160,9 @@ class _RowBuilder:
             doi=doi,
             url=url,
             noted=False,
-            links=self.links(item, url or (f"https://doi.org/{doi}" if doi else ""))
+            links=self.links(
+                item, url or (f"https://doi.org/{name}" if (name := normalize.doi_name(doi)) else "")
+            )
             if self.options.zotero_links
             else (),
             zotero_key=item.key,
