@@ -509,7 +509,7 @@ def expected_page(hostile: Hostile) -> CatalogPage:
         target, row = zotero_row(key, "Unfiled", title, "venue unknown", "", f"https://example.org/{url}")
         rows[target] = row
     return CatalogPage(
-        title=hostile.page_title or "Reading list",
+        title=flat(hostile.page_title) or "Reading list",
         description=hostile.description,
         summary=f"{len(rows)} entries; 1 read, {len(rows) - 1} to read.",
         header=("Status", "Paper", "Venue", "Why It Matters", "Links"),
