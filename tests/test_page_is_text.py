@@ -422,7 +422,7 @@ def build(folder: Path, hostile: Hostile, second: bool = False) -> Path:
     even items are listed by collection. The second sync retitles item 0, moves item 2 into item 0's
     collection, marks item 1 read, deletes item 4 and adds an item: one change of each kind."""
     texts = hostile.texts
-    objects = [api_collection(item_key(i, "COLL"), f"C{i} {text}") for i, text in enumerate(texts)]
+    objects = [api_collection(item_key(i, "CQLL"), f"C{i} {text}") for i, text in enumerate(texts)]
     for i, text in enumerate(texts):
         if second and i == 4:
             continue
@@ -435,7 +435,7 @@ def build(folder: Path, hostile: Hostile, second: bool = False) -> Path:
                 url=f"https://example.org/{i}",
                 tags=[f"t{text}"],
                 creators=[{"creatorType": "author", "firstName": text, "lastName": f"L{text}"}],
-                collections=[item_key(0 if second and i == 2 else i, "COLL")],
+                collections=[item_key(0 if second and i == 2 else i, "CQLL")],
                 **fields,
             )
         )
