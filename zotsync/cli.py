@@ -462,6 +462,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if state.output_cut:
             runlog.events.warning("the output was cut short: what read it (a pipe) stopped reading")
     runlog.close_log(code)  # the log file ends with `exit N` however the run ended
+    # A request thread a failed pull left behind may still log a step: not into this run's stderr, which
+    # a caller running zotsync in-process (a test, a notebook) may have closed by then.
+    log.removeHandler(state._stderr)
     return code
 
 
