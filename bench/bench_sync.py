@@ -46,10 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from zotero_server import FakeLibrary, ZoteroServer, synthetic_library
 
+from zotsync.app.pull import pull
 from zotsync.config import SourceConfig
 from zotsync.sources.web import WebSource
 from zotsync.store import Store
-from zotsync.sync import pull
 
 KEY = "BenchK3yBenchK3yBenchK3y"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from zotsync import app
+from zotsync.app import sync as app
 
 
 def config_path(project: Path) -> str:

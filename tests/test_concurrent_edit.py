@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from zotsync import app
+from zotsync.app import edit as app
 from zotsync.errors import ExportError
 from zotsync.outputs import read_version, write_atomically
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from zotsync import app
+from zotsync.app import sync as app
 from zotsync.config import load_config
 from zotsync.digest import Digest, Row, diff, prepend, render, rows_of
 from zotsync.model import Placement

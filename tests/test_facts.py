@@ -12,6 +12,7 @@ from factories import api_item, api_pdf, back_to_schema_6, back_to_schema_7, edi
 
 from zotsync import facts, normalize
 from zotsync import store as store_module
+from zotsync.app.pull import pull
 from zotsync.catalog import load_catalogue
 from zotsync.export import Page, render_page
 from zotsync.facts import ItemFacts, derivation_digest, item_facts, stored_version
@@ -19,7 +20,6 @@ from zotsync.model import Library
 from zotsync.reconcile import Options, reconcile
 from zotsync.sources import SnapshotSource
 from zotsync.store import MIGRATIONS, Store
-from zotsync.sync import pull
 
 # The facts of PAPER777, written out by hand from its fields below.
 PAPER_FACTS = ItemFacts(

@@ -80,7 +80,7 @@ def test_a_failed_pull_keeps_a_store_an_earlier_pull_filled(tmp_path: Path, zote
 
 @pytest.mark.parametrize("kind", ["local", "snapshot"])
 def test_status_names_a_library_without_an_id_by_its_source_kind(kind: str) -> None:
-    from zotsync.commands.status import format_text
+    from zotsync.app.status import format_text
 
     report = {
         "library": {

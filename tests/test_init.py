@@ -203,7 +203,7 @@ def test_the_fake_zotero_server_on_a_taken_port_says_so_in_one_line() -> None:
 def test_the_catalogue_templates_example_stays_true_after_an_adoption(project: Path, run) -> None:
     """`adopt --new-category` replaces `categories: []`: the comment must not then speak of a `[]` above,
     and uncommenting the example must still add a category."""
-    from zotsync.commands.init import CATALOG_TEMPLATE
+    from zotsync.app.init import CATALOG_TEMPLATE
 
     config = str(project / "config" / "zotsync.yaml")
     catalog = project / "seeds" / "catalog.yaml"

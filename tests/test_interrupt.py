@@ -14,7 +14,7 @@ import pytest
 from test_web_source import small_library, write_web_config
 from zotero_server import Fault
 
-from zotsync import app
+from zotsync.app import page as app
 
 
 def config_of(project: Path) -> str:

@@ -14,13 +14,13 @@ from factories import api_item, api_pdf, back_to_schema_6, edit, read, write_jso
 from zotero_server import synthetic_library
 
 from zotsync import formats
+from zotsync.app.pull import pull
 from zotsync.catalog import load_catalogue
 from zotsync.export import Page, render_page
 from zotsync.reconcile import Options, reconcile
 from zotsync.reconcile.venue import load_venue_table
 from zotsync.sources import SnapshotSource
 from zotsync.store import MIGRATIONS, PAGE_FIELDS, Store
-from zotsync.sync import pull
 
 
 def pages(store: Store, catalogue_path: Path) -> tuple[list[str], list[str]]:

@@ -14,9 +14,9 @@ import pytest
 from conftest import ROOT, ZOTERO_API_KEY, write_config
 from zotero_server import FakeLibrary
 
+from zotsync.app.pull import MIN_REFUSED_REMOVAL, leaving
 from zotsync.model import Changes
 from zotsync.store import Store
-from zotsync.sync import MIN_REFUSED_REMOVAL, leaving
 
 SEED = ROOT / "seeds" / "zotero-library.json"
 SEED_ITEMS = 64  # regular, top-level, not trashed: the Zotero items on the demo page

@@ -13,11 +13,11 @@ import pytest
 from conftest import SEEDS
 from factories import api_collection, api_item, api_pdf, read, write_json
 
+from zotsync.app.pull import pull
 from zotsync.errors import StoreError
 from zotsync.model import Changes, Collection, Item, Tag
 from zotsync.sources import SnapshotSource
 from zotsync.store import MIGRATIONS, Store
-from zotsync.sync import pull
 
 
 def seed_objects() -> list[dict]:
@@ -192,7 +192,7 @@ def test_a_killed_process_leaves_a_consistent_store(tmp_path: Path) -> None:
         from pathlib import Path
         from zotsync.store import Store
         from zotsync.sources import SnapshotSource
-        from zotsync.sync import pull
+        from zotsync.app.pull import pull
         real, calls = s.item_record, [0]
         def convert(item):
             calls[0] += 1

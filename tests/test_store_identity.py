@@ -19,10 +19,10 @@ import zotero_sqlite
 from conftest import ROOT, SEEDS
 from factories import back_to_schema_8
 
+from zotsync.app.pull import pull
 from zotsync.errors import StoreError
 from zotsync.sources import SnapshotSource
 from zotsync.store import APPLICATION_ID, MIGRATIONS, Store
-from zotsync.sync import pull
 
 REAL_ZOTERO = ROOT.parent / "shared" / "fixtures" / "zotero-sqlite" / "tasmimmedha-hidms-9.0.6.sqlite"
 COMMANDS = (("status",), ("export", "--format", "md"), ("pull",), ("sync",))

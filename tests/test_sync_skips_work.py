@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import SEEDS
 
-from zotsync import app
+from zotsync.app import page as app
+from zotsync.app import sync as sync_module
 from zotsync.export import record as fingerprint
 from zotsync.sources.snapshot import SnapshotSource
 from zotsync.store import Store
@@ -210,7 +211,7 @@ def test_a_sync_killed_after_writing_the_exports_renders_again(project, run, ren
     def killed(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(app, "record_changes", killed)
+    monkeypatch.setattr(sync_module, "record_changes", killed)
     assert run("--config", config_path(project), "sync").code == 130
     monkeypatch.undo()
     store_path = project / ".zotsync" / "zotsync.sqlite"
@@ -226,7 +227,7 @@ def test_a_sync_killed_after_writing_the_exports_renders_again(project, run, ren
 def test_the_generation_counts_content_changes_only(tmp_path):
     from factories import api_item, write_json
 
-    from zotsync.sync import pull
+    from zotsync.app.pull import pull
 
     path = write_json(tmp_path / "lib.json", [api_item("ITEM2222", "One", version=1)])
     with Store(tmp_path / "s.sqlite") as store:

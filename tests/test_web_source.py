@@ -33,13 +33,13 @@ from hypothesis import strategies as st
 from pyzotero import Zotero
 from zotero_server import FakeLibrary, Fault, ZoteroServer, synthetic_library
 
+from zotsync.app.pull import pull
 from zotsync.config import SourceConfig
 from zotsync.errors import SourceError
 from zotsync.model import Library
 from zotsync.sources.snapshot import SnapshotSource
 from zotsync.sources.web import WebSource
 from zotsync.store import Store
-from zotsync.sync import pull
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "zotero-api"

@@ -23,12 +23,12 @@ import pytest
 from test_web_source import USER_ID, Web, config_for, rows, write_web_config
 from zotero_server import FakeLibrary, Fault, ZoteroServer, synthetic_library
 
+from zotsync.app.pull import pull
 from zotsync.errors import SourceError
 from zotsync.model import Item
 from zotsync.net import parallel
 from zotsync.sources.web import WebSource
 from zotsync.store import Store
-from zotsync.sync import pull
 
 ITEMS = 3_000  # 30 item pages: many more than the connections and the pages that may run ahead
 

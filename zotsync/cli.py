@@ -164,9 +164,9 @@ def cli(ctx: click.Context, **global_options: Any) -> None:
 @pass_state
 def pull_command(state: _State, full: bool, force: bool) -> None:
     """Bring the local store up to date with the Zotero source."""
-    from . import app
+    from .app import pull
 
-    state.say(app.run_pull(state.config, full=full, progress=not state.quiet, force=force).summary())
+    state.say(pull.run_pull(state.config, full=full, progress=not state.quiet, force=force).summary())
 
 
 @cli.command("export")
@@ -177,10 +177,10 @@ def pull_command(state: _State, full: bool, force: bool) -> None:
 @pass_state
 def export_command(state: _State, fmt: str, output: str | None) -> None:
     """Write the merged catalogue in one format (`exports.formats` lists what `sync` writes)."""
-    from . import app
+    from .app import page
 
-    text = app.render(state.config, fmt)
-    _write_output(state, text, app.default_output(state.config, fmt) if output is None else output)
+    text = page.render(state.config, fmt)
+    _write_output(state, text, page.default_output(state.config, fmt) if output is None else output)
 
 
 @cli.command("sync")
@@ -191,10 +191,10 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
 @pass_state
 def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_code: bool) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
-    from . import app
+    from .app import sync
 
     started = time.monotonic()
-    result = app.run_sync(state.config, progress=not (state.quiet or as_json), full=full, force=force)
+    result = sync.run_sync(state.config, progress=not (state.quiet or as_json), full=full, force=force)
     if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
         click.echo(json_safe(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False)))
     state.say(result.pull.summary(), log_only=as_json)
@@ -208,10 +208,9 @@ def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_cod
 @pass_state
 def status_command(state: _State, fmt: str) -> None:
     """Counts, last sync, and the reconciliation problems a curator should look at."""
-    from . import app
-    from .commands import status
+    from .app import status
 
-    report = app.status(state.config)
+    report = status.status(state.config)
     if fmt == "json":
         click.echo(json_safe(json.dumps(report, ensure_ascii=False, indent=2)))
     else:  # one line per row: the data is made one-line (and harmless on a terminal) before formatting
@@ -227,9 +226,9 @@ def pin_command(state: _State, target: str, zotero_key: str, force: bool) -> Non
     """Record that a curated entry is the Zotero item ZOTERO_KEY: adds `zotero_key` to the entry in the
     catalogue YAML (every placement of it), keeping comments and layout. TITLE_OR_KEY is the entry's
     title, or the key it is pinned to now."""
-    from . import app
+    from .app import edit
 
-    for message in app.pin(state.config, target, zotero_key, force=force).messages:
+    for message in edit.pin(state.config, target, zotero_key, force=force).messages:
         state.say(message)
 
 
@@ -241,9 +240,9 @@ def pin_command(state: _State, target: str, zotero_key: str, force: bool) -> Non
 def adopt_command(state: _State, zotero_key: str, category: str, new_category: bool) -> None:
     """Add the Zotero item ZOTERO_KEY (say, one `zotsync list --uncurated` shows) to the catalogue YAML
     as a new entry at the end of a category, keeping comments and layout."""
-    from . import app
+    from .app import edit
 
-    for message in app.adopt(state.config, zotero_key, category, new_category=new_category).messages:
+    for message in edit.adopt(state.config, zotero_key, category, new_category=new_category).messages:
         state.say(message)
 
 
@@ -253,7 +252,7 @@ def adopt_command(state: _State, zotero_key: str, category: str, new_category: b
 def snapshot_command(state: _State, output: str) -> None:
     """Write the store's library as a snapshot file (the Zotero Web API's JSON), which
     `source.type: snapshot` reads back into the same store and exports."""
-    from .commands import snapshot
+    from .app import snapshot
 
     _write_output(state, snapshot.render(state.config), output)
 
@@ -281,7 +280,7 @@ def list_command(
 ) -> None:
     """The library's items: key, year, title, venue, collections, and whether a curated entry claims
     each — where to find the ZOTERO_KEY for `adopt` and `pin`."""
-    from .commands import listing
+    from .app import listing
 
     filters = listing.Filters(uncurated=uncurated, collection=collection, tag=tag, search=search)
     items = listing.list_items(state.config, filters)
@@ -320,7 +319,7 @@ def init_command(
 ) -> None:
     """Start a reading list in DIR (default: here): a commented zotsync.yaml, an empty catalog.yaml and
     exports/. Never writes over a file."""
-    from .commands import init
+    from .app import init
 
     started = init.init_demo(folder) if demo else init.init(folder, source, library_type, library_id, path)
     for written in started.written:
@@ -356,18 +355,18 @@ def schedule_install_command(
     state: _State, every: str | None, cron_expression: str | None, systemd_timer: bool
 ) -> None:
     """Install (or replace) the schedule that runs `zotsync -q sync` with this config."""
-    from .schedule import actions
+    from .app import schedule
 
-    actions.install(state, every, cron_expression, systemd_timer)
+    schedule.install(state.config, state.say, every, cron_expression, systemd_timer)
 
 
 @schedule_group.command("show")
 @_SYSTEMD
 def schedule_show_command(systemd_timer: bool) -> None:
     """Print the installed schedule, or say there is none."""
-    from .schedule import actions
+    from .app import schedule
 
-    click.echo(actions.show(systemd_timer))
+    click.echo(schedule.show(systemd_timer))
 
 
 @schedule_group.command("remove")
@@ -375,9 +374,9 @@ def schedule_show_command(systemd_timer: bool) -> None:
 @pass_state
 def schedule_remove_command(state: _State, systemd_timer: bool) -> None:
     """Remove zotsync's schedule, and nothing else."""
-    from .schedule import actions
+    from .app import schedule
 
-    actions.remove(state, systemd_timer)
+    schedule.remove(state.say, systemd_timer)
 
 
 @schedule_group.command("github")
@@ -408,9 +407,9 @@ def schedule_github_command(
 ) -> None:
     """Write a GitHub Actions workflow that syncs on a schedule (in UTC) and on demand, and commits the
     exports when they changed. Run it from the root of the repository."""
-    from .schedule import actions
+    from .app import schedule
 
-    actions.write_workflow(state, every, cron_expression, output, force, install_spec)
+    schedule.write_workflow(state.config, state.say, every, cron_expression, output, force, install_spec)
 
 
 # -- errors: one line each -----------------------------------------------------------------------------

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from ..app import open_store
 from ..config import Config
 from ..errors import StoreError
 from ..model import NOT_A_KEY, ZOTERO_KEY
 from ..sources import snapshot
+from .stores import open_store
 
 
 def render(config: Config) -> str:

@@ -1,4 +1,4 @@
-"""pull: bring the store up to the source's library version in one transaction."""
+"""`zotsync pull`: bring the store up to the source's library version in one transaction."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import logging
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
-from .errors import TooMuchRemoval
-from .model import Changes
-from .sources import Source
-from .store import ApplyResult, Store
+from ..config import Config
+from ..errors import TooMuchRemoval
+from ..gcpause import bulk_phase
+from ..model import Changes
+from ..sources import Source, open_source
+from ..store import ApplyResult, Store, exclusive_lock
+from .stores import open_store
 
 log = logging.getLogger("zotsync")
 
@@ -111,3 +114,18 @@ def leaving(on_page: Set[str], arrived: Mapping[str, bool], changes: Changes, sw
         elif wholesale or key in changes.deleted_items:
             gone.add(key)
     return gone
+
+
+def run_pull(config: Config, full: bool = False, progress: bool = False, force: bool = False) -> PullReport:
+    """`force`: past the safety valve (`sync.max_removal`) for this one pull."""
+    with (
+        open_source(config.source, progress, config.sync.deadline) as source,
+        exclusive_lock(config.store),
+        open_store(config) as store,
+        bulk_phase(),
+    ):
+        return pull(source, store, full=full, max_removal=valve(config, force))
+
+
+def valve(config: Config, force: bool) -> float | None:
+    return None if force else config.sync.max_removal

@@ -1,23 +1,25 @@
 """`zotsync schedule install|show|remove|github`: what each command does, over cron, systemd, github.
-`state` is the CLI's: it has the loaded `config` and `say` (stderr unless -q, and the log file)."""
+`say` tells the user one line (the CLI: stderr unless -q, and the log file)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from ..config import Config
 from ..errors import ConfigError, FileError
 from ..folders import cause, make_folders, remove_folders
 from ..outputs import write_atomically
-from . import cron, github, job_argv, log_dir, parse_every, schedule_of, systemd
+from ..schedule import cron, github, job_argv, log_dir, parse_every, schedule_of, systemd
 
-if TYPE_CHECKING:
-    from ..config import Config
+Say = Callable[[str], None]
 
 
-def install(state: Any, every: str | None, cron_expression: str | None, systemd_timer: bool) -> None:
-    config = state.config  # a broken config fails now, not at the first scheduled run
+def install(
+    config: Config, say: Say, every: str | None, cron_expression: str | None, systemd_timer: bool
+) -> None:
+    """`config`, loaded: a broken config fails now, not at the first scheduled run."""
     logs = log_dir()
     argv = job_argv(config.path, logs / "zotsync.log")  # a path no job can hold is refused before any write
     try:
@@ -25,14 +27,14 @@ def install(state: Any, every: str | None, cron_expression: str | None, systemd_
     except OSError as exc:  # a file zotsync makes: a run-time failure (exit 1), not a usage error
         raise FileError(f"cannot make the log folder {logs}: {cause(exc, logs)}") from None
     try:
-        _install(state, argv, config, logs, every, cron_expression, systemd_timer)
+        _install(say, argv, config, logs, every, cron_expression, systemd_timer)
     except BaseException:
         remove_folders(made)  # a failed install leaves no trace, not even the log folder
         raise
 
 
 def _install(
-    state: Any,
+    say: Say,
     argv: list[str],
     config: Config,
     logs: Path,
@@ -46,14 +48,14 @@ def _install(
             raise ConfigError("--systemd takes --every (a timer uses OnCalendar=, not a cron expression)")
         interval = parse_every(every or "1h")
         for path in systemd.install(systemd.unit_dir(), systemd.units(interval, argv)):
-            state.say(f"wrote {path}")
-        state.say(f"runs every {interval}; log: {logs / 'zotsync.log'} (and `journalctl --user -u zotsync`)")
+            say(f"wrote {path}")
+        say(f"runs every {interval}; log: {logs / 'zotsync.log'} (and `journalctl --user -u zotsync`)")
         if key_from_shell:
-            state.say(
+            say(
                 "note: the timer does not see this shell's ZOTERO_API_KEY: put ZOTERO_API_KEY=… in "
                 f"{systemd.environment_file()}"
             )
-        state.say(f"enable it with: {systemd.ENABLE}")
+        say(f"enable it with: {systemd.ENABLE}")
         return
     expression, words = schedule_of(every, cron_expression)
     line = cron.entry(expression, argv, logs / "cron.log")
@@ -61,11 +63,11 @@ def _install(
     updated = cron.with_entry(table, line)
     if updated != table:
         cron.write_table(updated)
-    state.say(f"{'installed' if updated != table else 'already installed'} in the crontab, {words}:")
-    state.say(line)
-    state.say(f"log: {logs / 'zotsync.log'}; the job's own output (errors only): {logs / 'cron.log'}")
+    say(f"{'installed' if updated != table else 'already installed'} in the crontab, {words}:")
+    say(line)
+    say(f"log: {logs / 'zotsync.log'}; the job's own output (errors only): {logs / 'cron.log'}")
     if key_from_shell:
-        state.say(
+        say(
             "note: cron does not see this shell's ZOTERO_API_KEY: put api_key in the config, or a "
             "ZOTERO_API_KEY=… line above the entry (`crontab -e`)"
         )
@@ -82,27 +84,28 @@ def show(systemd_timer: bool) -> str:
     return "\n".join(lines) if lines else "no zotsync entry in the crontab"
 
 
-def remove(state: Any, systemd_timer: bool) -> None:
+def remove(say: Say, systemd_timer: bool) -> None:
     if systemd_timer:
         removed = systemd.remove(systemd.unit_dir())
         for path in removed:
-            state.say(f"removed {path}")
+            say(f"removed {path}")
         if removed:
-            state.say(f"stop the timer with: {systemd.DISABLE}; then systemctl --user daemon-reload")
+            say(f"stop the timer with: {systemd.DISABLE}; then systemctl --user daemon-reload")
         else:
-            state.say(f"no zotsync timer in {systemd.unit_dir()}")
+            say(f"no zotsync timer in {systemd.unit_dir()}")
         return
     table = cron.read_table()
     kept = cron.without(table)
     if kept == table:
-        state.say("no zotsync entry in the crontab")
+        say("no zotsync entry in the crontab")
         return
     cron.write_table(kept)
-    state.say("removed the zotsync entry from the crontab")
+    say("removed the zotsync entry from the crontab")
 
 
 def write_workflow(
-    state: Any,
+    config: Config,
+    say: Say,
     every: str | None,
     cron_expression: str | None,
     output: Path,
@@ -110,15 +113,15 @@ def write_workflow(
     install_spec: str | None,
 ) -> None:
     expression, words = schedule_of(every, cron_expression)
-    text = github.workflow(state.config, Path.cwd(), expression, words, install_spec)
+    text = github.workflow(config, Path.cwd(), expression, words, install_spec)
     if output.exists() and not output.is_dir() and not force:  # a folder: write_atomically refuses it
         raise ConfigError(f"{output} exists: --force replaces it")
     write_atomically(output, text)
-    state.say(f"wrote {output} ({words}, in UTC)")
+    say(f"wrote {output} ({words}, in UTC)")
     if install_spec is None:
         spec = github.default_install(Path.cwd())
-        state.say(f"the runner installs: pip install {spec} (--install SPEC chooses another)")
-    state.say(
+        say(f"the runner installs: pip install {spec} (--install SPEC chooses another)")
+    say(
         "next: add the repository secret ZOTERO_API_KEY, commit and push the workflow, then run it "
         "once from the Actions tab (docs/scheduling.md)"
     )

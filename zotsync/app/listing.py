@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from ..catalog import load_catalogue
 from ..config import Config
 from ..model import Placement, in_collections
+from .page import merge
+from .stores import open_store
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +56,9 @@ class Filters:
 
 def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
     """The library's top-level items not in the trash, by title, with what the catalogue says of them."""
-    from .. import app
-    from ..catalog import load_catalogue
-
     catalogue = load_catalogue(config.catalog, config.path)
-    with app.open_store(config, readonly=True) as store:
-        merged = app.merge(config, catalogue, store)
+    with open_store(config, readonly=True) as store:
+        merged = merge(config, catalogue, store)
     rows_of: dict[str, list[Placement]] = {}
     for row in merged.page.rows:
         if row.zotero_key:

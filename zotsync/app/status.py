@@ -1,0 +1,205 @@
+"""`zotsync status`: counts, the last sync, and what the curator should look at."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from operator import attrgetter
+from typing import Any
+
+from ..catalog import load_catalogue
+from ..config import Config
+from ..gcpause import bulk_phase
+from ..model import Catalogue, Placement, in_collections
+from ..reconcile import MatchResult
+from ..reconcile.categories import near_duplicates
+from ..text import blank
+from .edit import curated_titles
+from .page import merge
+from .stores import open_store
+
+
+def status(config: Config) -> dict[str, Any]:
+    # The report walks the whole page and library again: keep the collector paused for it too (resumed
+    # earlier, it scanned the million objects still alive, ~1.4 s at 100k items).
+    with bulk_phase():
+        return _status_report(config)
+
+
+def _status_report(config: Config) -> dict[str, Any]:
+    catalogue = load_catalogue(config.catalog, config.path)
+    with open_store(config, readonly=True) as store:
+        merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
+        state = store.sync_state
+    rows, library = merged.page.rows, merged.library
+    matches = merged.reconciliation.matches
+    # Each count in one pass, most of them in C: a 100k-item page has as many rows.
+    curated = [r for r in rows if r.curated]
+    claimed = {r.zotero_key for r in curated}
+    statuses = Counter(map(attrgetter("status"), rows))
+    headings = dict.fromkeys(map(attrgetter("category"), rows))
+    return {
+        "library": {
+            "type": state.library_type,
+            "id": state.library_id,
+            "kind": (state.source or "").partition(":")[0],  # web, local or snapshot
+            "name": state.library_name,
+            "source": origin(state.source or ""),
+            "version": state.library_version,
+            "last_sync_at": state.last_sync_at,
+            "items": len(matches.candidates),  # the regular items not in the trash
+            "trashed": sum(1 for i in library.items if i.deleted and i.is_regular),
+            "collections": len(library.collections),
+            # items no curated entry claims, inbox or not: what `zotsync list --uncurated` shows
+            "uncurated": len(set(map(attrgetter("zotero_key"), rows)) - claimed - {""}),
+        },
+        "catalogue": {
+            "entries": len(rows),
+            "read": statuses["read"],
+            "unread": statuses["unread"],
+            "curated": len(curated),
+            "matched": len(matches.by_title),
+            "categories": len(headings),
+        },
+        "matches": matched_entries(catalogue, matches),
+        "fuzzy_matches": fuzzy_matches(catalogue, matches),
+        "unmatched": [
+            {
+                "title": u.title,
+                "reason": u.reason,
+                "nearest": [{"zotero_key": c.key, "title": c.title, "score": c.score} for c in nearest],
+            }
+            for u in matches.unmatched
+            for nearest in [matches.nearest(u.title)]
+        ],
+        "ambiguous": [
+            {"rule": a.rule, "titles": list(a.titles), "zotero_keys": list(a.item_keys)}
+            for a in matches.ambiguities
+        ],
+        "duplicates": [
+            {"reason": d.reason, "title": d.title, "zotero_keys": list(d.item_keys)}
+            for d in matches.duplicates
+        ],
+        # A heading one typo from another is a section nobody meant (a collection named `LLM inferance`)
+        "near_duplicate_categories": [{"names": list(pair)} for pair in near_duplicates(headings)],
+        "inbox": inbox(config, rows),
+        "untitled": untitled(rows),
+        "status_conflicts": [
+            {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
+        ],
+    }
+
+
+def origin(source_id: str) -> str:
+    """Where a source id says the library came from: the file, or the Web API's URL."""
+    kind, _, where = source_id.partition(":")
+    return where.partition("#")[0] if kind in ("local", "snapshot") else where
+
+
+def untitled(rows: Sequence[Placement]) -> list[dict[str, Any]]:
+    """Zotero items whose title is empty (or only spaces and controls), with the categories they are
+    in: the page shows the `no_title` placeholder for them until the curator gives them a title."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.zotero_key and blank(row.title):
+            found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "categories": []})[
+                "categories"
+            ].append(row.category)
+    return list(found.values())
+
+
+def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
+    """Uncurated items in an inbox collection (or below it) or carrying an inbox tag: candidates for
+    the curator's next `zotsync adopt`."""
+    paths = config.reconcile.inbox_collections
+    tags = set(config.reconcile.inbox_tags)
+    found: dict[str, dict[str, str]] = {}
+    if not paths and not tags:
+        return []  # no inbox configured: nothing to walk 100k rows for
+    for row in rows:
+        if not row.curated and (
+            (paths and in_collections(row.collections, paths)) or not tags.isdisjoint(row.tags)
+        ):
+            found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "title": row.title})
+    return list(found.values())
+
+
+def matched_entries(catalogue: Catalogue, matches: MatchResult) -> list[dict[str, str]]:
+    """Each matched curated paper with its item and the rule that matched it, in catalogue order."""
+    titles = curated_titles(catalogue.entries)
+    return [
+        {"title": title, "zotero_key": matches.by_title[key].key, "rule": matches.rule.get(key, "")}
+        for key, title in titles.items()
+        if key in matches.by_title
+    ]
+
+
+def fuzzy_matches(catalogue: Catalogue, matches: MatchResult) -> list[dict[str, Any]]:
+    """Each curated paper matched by a fuzzy title, a guess for the curator to check, in catalogue
+    order: its title beside the item's, so that a wrong guess shows."""
+    fuzzy = matches.fuzzy
+    return [
+        {"title": title, "zotero_key": c.key, "zotero_title": c.title, "score": c.score}
+        for key, title in curated_titles(catalogue.entries).items()
+        if (c := fuzzy.get(key)) is not None
+    ]
+
+
+# -- as text ---------------------------------------------------------------------------------------------
+
+
+def format_text(report: dict[str, Any]) -> str:
+    lib, cat = report["library"], report["catalogue"]
+    name = f' "{lib["name"]}"' if lib["name"] else ""
+    ident = lib["id"] or f"({lib['kind']})"  # a local database has no library id
+    lines = [
+        f"library: {lib['type']} {ident}{name} from {lib['source']}, "
+        f"version {lib['version']}, last sync {lib['last_sync_at'] or 'never'}; {lib['items']} items "
+        f"({lib['trashed']} in the trash), {lib['collections']} collections",
+        f"catalogue: {cat['entries']} entries in {cat['categories']} categories; read {cat['read']}, "
+        f"unread {cat['unread']}; {cat['matched']} of the curated papers matched in Zotero",
+    ]
+    sections = (
+        ("unmatched curated entries", report["unmatched"], _unmatched),
+        (
+            "fuzzy matches to review",
+            report["fuzzy_matches"],
+            lambda f: f"{f['title']} ↔ {f['zotero_title']} [{f['zotero_key']}] {f['score']}",
+        ),
+        (
+            "ambiguous matches",
+            report["ambiguous"],
+            lambda a: f"{' | '.join(a['titles'])} ↔ {', '.join(a['zotero_keys'])} (by {a['rule']})",
+        ),
+        (
+            "duplicates in Zotero",
+            report["duplicates"],
+            lambda d: f"{d['title']}: {', '.join(d['zotero_keys'])} ({d['reason']})",
+        ),
+        (
+            "near-duplicate category names",
+            report["near_duplicate_categories"],
+            lambda n: " ≈ ".join(n["names"]),
+        ),
+        (
+            "status disagreements",
+            report["status_conflicts"],
+            lambda s: f"{s['title']}: curated {s['curated']}, Zotero {s['zotero']}",
+        ),
+        (
+            "items without a title (the page shows a placeholder; give them one in Zotero)",
+            report["untitled"],
+            lambda u: f"{u['zotero_key']} in {', '.join(u['categories'])}",
+        ),
+        ("inbox items not yet curated", report["inbox"], lambda i: f"{i['title']} [{i['zotero_key']}]"),
+    )
+    for heading, rows, show in sections:
+        lines.append(f"{heading}: {len(rows)}")
+        lines += [f"  - {show(row)}" for row in rows]
+    lines.append(f"items no curated entry claims: {lib['uncurated']} (`zotsync list --uncurated` lists them)")
+    return "\n".join(lines)
+
+
+def _unmatched(entry: dict[str, Any]) -> str:
+    nearest = "; ".join(f"{c['title']} [{c['zotero_key']}] {c['score']}" for c in entry["nearest"])
+    return f"{entry['title']} ({entry['reason']})" + (f" — nearest: {nearest}" if nearest else "")
