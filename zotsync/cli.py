@@ -210,7 +210,7 @@ def status_command(state: _State, fmt: str) -> None:
     """Counts, last sync, and the reconciliation problems a curator should look at."""
     from .app import status
 
-    report = status.status(state.config)
+    report = status.status(state.config).to_json()
     if fmt == "json":
         click.echo(json_safe(json.dumps(report, ensure_ascii=False, indent=2)))
     else:  # one line per row: the data is made one-line (and harmless on a terminal) before formatting

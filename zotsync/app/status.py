@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -19,14 +21,60 @@ from .page import merge
 from .stores import open_store
 
 
-def status(config: Config) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class LibrarySummary:
+    type: str
+    id: str
+    kind: str  # web, local-api, local or snapshot
+    name: str
+    source: str  # the file, or the Web API's URL
+    version: int | None
+    last_sync_at: str | None
+    items: int  # the regular items not in the trash
+    trashed: int
+    collections: int
+    uncurated: int  # items no curated entry claims, inbox or not: what `zotsync list --uncurated` shows
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueSummary:
+    entries: int  # rows of the page
+    read: int
+    unread: int
+    curated: int
+    matched: int  # curated papers matched to a Zotero item
+    categories: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    """What `zotsync status` reports; `to_json` is what `status --format json` prints. Each list holds
+    one JSON-shaped record per finding (docs/commands.md names their fields)."""
+
+    library: LibrarySummary
+    catalogue: CatalogueSummary
+    matches: list[dict[str, str]]
+    fuzzy_matches: list[dict[str, Any]]
+    unmatched: list[dict[str, Any]]
+    ambiguous: list[dict[str, Any]]
+    duplicates: list[dict[str, Any]]
+    near_duplicate_categories: list[dict[str, Any]]
+    inbox: list[dict[str, str]]
+    untitled: list[dict[str, Any]]
+    status_conflicts: list[dict[str, str]]
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def status(config: Config) -> StatusReport:
     # The report walks the whole page and library again: keep the collector paused for it too (resumed
     # earlier, it scanned the million objects still alive, ~1.4 s at 100k items).
     with bulk_phase():
         return _status_report(config)
 
 
-def _status_report(config: Config) -> dict[str, Any]:
+def _status_report(config: Config) -> StatusReport:
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
@@ -38,32 +86,31 @@ def _status_report(config: Config) -> dict[str, Any]:
     claimed = {r.zotero_key for r in curated}
     statuses = Counter(map(attrgetter("status"), rows))
     headings = dict.fromkeys(map(attrgetter("category"), rows))
-    return {
-        "library": {
-            "type": state.library_type,
-            "id": state.library_id,
-            "kind": (state.source or "").partition(":")[0],  # web, local or snapshot
-            "name": state.library_name,
-            "source": origin(state.source or ""),
-            "version": state.library_version,
-            "last_sync_at": state.last_sync_at,
-            "items": len(matches.candidates),  # the regular items not in the trash
-            "trashed": sum(1 for i in library.items if i.deleted and i.is_regular),
-            "collections": len(library.collections),
-            # items no curated entry claims, inbox or not: what `zotsync list --uncurated` shows
-            "uncurated": len(set(map(attrgetter("zotero_key"), rows)) - claimed - {""}),
-        },
-        "catalogue": {
-            "entries": len(rows),
-            "read": statuses["read"],
-            "unread": statuses["unread"],
-            "curated": len(curated),
-            "matched": len(matches.by_title),
-            "categories": len(headings),
-        },
-        "matches": matched_entries(catalogue, matches),
-        "fuzzy_matches": fuzzy_matches(catalogue, matches),
-        "unmatched": [
+    return StatusReport(
+        library=LibrarySummary(
+            type=state.library_type,
+            id=state.library_id,
+            kind=(state.source or "").partition(":")[0],
+            name=state.library_name,
+            source=origin(state.source or ""),
+            version=state.library_version,
+            last_sync_at=state.last_sync_at,
+            items=len(matches.candidates),
+            trashed=sum(1 for i in library.items if i.deleted and i.is_regular),
+            collections=len(library.collections),
+            uncurated=len(set(map(attrgetter("zotero_key"), rows)) - claimed - {""}),
+        ),
+        catalogue=CatalogueSummary(
+            entries=len(rows),
+            read=statuses["read"],
+            unread=statuses["unread"],
+            curated=len(curated),
+            matched=len(matches.by_title),
+            categories=len(headings),
+        ),
+        matches=matched_entries(catalogue, matches),
+        fuzzy_matches=fuzzy_matches(catalogue, matches),
+        unmatched=[
             {
                 "title": u.title,
                 "reason": u.reason,
@@ -72,22 +119,22 @@ def _status_report(config: Config) -> dict[str, Any]:
             for u in matches.unmatched
             for nearest in [matches.nearest(u.title)]
         ],
-        "ambiguous": [
+        ambiguous=[
             {"rule": a.rule, "titles": list(a.titles), "zotero_keys": list(a.item_keys)}
             for a in matches.ambiguities
         ],
-        "duplicates": [
+        duplicates=[
             {"reason": d.reason, "title": d.title, "zotero_keys": list(d.item_keys)}
             for d in matches.duplicates
         ],
         # A heading one typo from another is a section nobody meant (a collection named `LLM inferance`)
-        "near_duplicate_categories": [{"names": list(pair)} for pair in near_duplicates(headings)],
-        "inbox": inbox(config, rows),
-        "untitled": untitled(rows),
-        "status_conflicts": [
+        near_duplicate_categories=[{"names": list(pair)} for pair in near_duplicates(headings)],
+        inbox=inbox(config, rows),
+        untitled=untitled(rows),
+        status_conflicts=[
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
-    }
+    )
 
 
 def origin(source_id: str) -> str:
