@@ -1,3 +1,68 @@
-"""zotsync: keep a curated research reading list in sync with a Zotero library."""
+"""zotsync: keep a curated research reading list in sync with a Zotero library.
+
+The Python API (docs/python-api.md), the same use cases the command line runs:
+
+    import zotsync
+    config = zotsync.load_config("zotsync.yaml")   # or load_config() for the usual search
+    result = zotsync.sync(config)                   # what `zotsync sync` does; also zotsync.pull(config)
+    frame = zotsync.catalogue_frame(config)         # a pandas DataFrame: one row per placement
+    report = zotsync.status(config)                 # what `zotsync status` reports
+
+Each function imports what it needs when called, so `import zotsync` stays light (no pandas, no store).
+Failures raise `zotsync.errors.ZotsyncError` subclasses, whose message is the command line's one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas
+
+    from .app.pull import PullReport
+    from .app.status import StatusReport
+    from .app.sync import SyncResult
+    from .config import Config
 
 __version__ = "0.2.0"
+__all__ = ["__version__", "catalogue_frame", "load_config", "pull", "status", "sync"]
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """The config at `path`; without one, the command line's search: $ZOTSYNC_CONFIG, ./zotsync.yaml,
+    ./config/zotsync.yaml, then the user's config folder."""
+    from .config import find_config
+    from .config import load_config as load
+
+    return load(Path(path).expanduser() if path is not None else find_config())
+
+
+def pull(config: Config, *, full: bool = False, force: bool = False) -> PullReport:
+    """Bring the store up to date with the source (`zotsync pull`)."""
+    from .app.pull import run_pull
+
+    return run_pull(config, full=full, force=force)
+
+
+def sync(config: Config, *, full: bool = False, force: bool = False) -> SyncResult:
+    """Pull, then write every format in `exports.formats` and CHANGES.md (`zotsync sync`)."""
+    from .app.sync import run_sync
+
+    return run_sync(config, full=full, force=force)
+
+
+def status(config: Config) -> StatusReport:
+    """Counts, the last sync and the reconciliation's findings (`zotsync status`)."""
+    from .app.status import status as report
+
+    return report(config)
+
+
+def catalogue_frame(config: Config) -> pandas.DataFrame:
+    """The page's rows as a pandas DataFrame, one row per placement, with the CSV's columns: values as
+    they are (no spreadsheet guard), `year` a nullable integer, `noted` a bool, and `authors`, `tags`
+    and `collections` lists. Reads the store as the last pull left it (run `pull` or `sync` first)."""
+    from .app.frame import catalogue_frame as frame
+
+    return frame(config)
