@@ -19,7 +19,7 @@ from collections.abc import Callable
 import yaml
 
 from zotsync import yamlio
-from zotsync.catalog import parse_catalogue
+from zotsync.catalogue import parse_catalogue
 from zotsync.export.csv import render_csv
 from zotsync.export.markdown import render_markdown
 from zotsync.labels import labels_for

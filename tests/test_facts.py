@@ -13,7 +13,7 @@ from factories import api_item, api_pdf, back_to_schema_6, back_to_schema_7, edi
 from zotsync import facts, normalize
 from zotsync import store as store_module
 from zotsync.app.pull import pull
-from zotsync.catalog import load_catalogue
+from zotsync.catalogue import load_catalogue
 from zotsync.export import Page, render_page
 from zotsync.facts import ItemFacts, derivation_digest, item_facts, stored_version
 from zotsync.model import Library

@@ -11,7 +11,7 @@ import yaml
 import zotero_server
 from conftest import ZOTERO_API_KEY
 
-from zotsync.catalog import load_catalogue
+from zotsync.catalogue import load_catalogue
 from zotsync.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent

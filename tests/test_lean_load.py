@@ -15,7 +15,7 @@ from zotero_server import synthetic_library
 
 from zotsync import formats
 from zotsync.app.pull import pull
-from zotsync.catalog import load_catalogue
+from zotsync.catalogue import load_catalogue
 from zotsync.export import Page, render_page
 from zotsync.reconcile import Options, reconcile
 from zotsync.reconcile.venue import load_venue_table

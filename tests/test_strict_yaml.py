@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from zotsync import yamlio
-from zotsync.catalog import parse_catalogue
-from zotsync.catalog_edit import pin
+from zotsync.catalogue import parse_catalogue
+from zotsync.catalogue_edit import pin
 from zotsync.errors import ConfigError
 
 KEY = "ABCD2345"

@@ -15,7 +15,7 @@ class ConfigError(ZotsyncError):
     exit_code = 2
 
 
-class CatalogError(ConfigError):
+class CatalogueError(ConfigError):
     """The curated catalogue cannot be read or does not follow its schema."""
 
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import catalog_edit, normalize
-from ..catalog import load_catalogue
+from .. import catalogue_edit, normalize
+from ..catalogue import load_catalogue
 from ..config import Config
 from ..gcpause import bulk_phase
 from ..inputs import MAX_YAML, read_input_version, why_unreadable
@@ -33,12 +33,12 @@ def pin(config: Config, target: str, zotero_key: str, force: bool = False) -> Ca
         catalogue = doc.catalogue
         merged = merge(config, catalogue, store)
         item = _regular_item(merged.library.items, zotero_key)
-        result = catalog_edit.pin(doc, target, item.key, force=force)
+        result = catalogue_edit.pin(doc, target, item.key, force=force)
         wanted = normalize.title(result.title)
         entries = catalogue.entries  # a tuple built per call: once here
         others = [e for e in entries if e.zotero_key == item.key and normalize.title(e.title) != wanted]
         if others:
-            raise catalog_edit.CatalogEditError(
+            raise catalogue_edit.CatalogueEditError(
                 f"{item.key} is already pinned to '{others[0].title}' under '{others[0].category}'; "
                 "remove that pin first"
             )
@@ -69,7 +69,7 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
         doc, version = _read_catalogue(config, for_adopt=True)
         catalogue = doc.catalogue
         # a mistyped category fails before the library is loaded, with the names it may have meant
-        catalog_edit.check_category([c.name for c in catalogue.categories], category, new_category)
+        catalogue_edit.check_category([c.name for c in catalogue.categories], category, new_category)
         merged = merge(config, catalogue, store)
         item = _regular_item(merged.library.items, zotero_key)
         matches = merged.reconciliation.matches
@@ -77,10 +77,10 @@ def adopt(config: Config, zotero_key: str, category: str, new_category: bool = F
             if matched.key == item.key:
                 entries = [e for e in catalogue.entries if normalize.title(e.title) == key]
                 places = ", ".join(dict.fromkeys(f"'{e.category}'" for e in entries))
-                raise catalog_edit.CatalogEditError(
+                raise catalogue_edit.CatalogueEditError(
                     f"{item.key} is already in the catalogue under {places} as '{entries[0].title}'"
                 )
-        result = catalog_edit.adopt(doc, category, item.title, item.key, create_category=new_category)
+        result = catalogue_edit.adopt(doc, category, item.title, item.key, create_category=new_category)
         written = write_atomically(config.catalog, result.text, edit_of=version)
     messages = []
     if result.created_category:
@@ -100,12 +100,14 @@ def curated_titles(entries: Sequence[CatalogueEntry]) -> dict[str, str]:
     return titles
 
 
-def _read_catalogue(config: Config, for_adopt: bool = False) -> tuple[catalog_edit.Document, FileVersion]:
+def _read_catalogue(config: Config, for_adopt: bool = False) -> tuple[catalogue_edit.Document, FileVersion]:
     """The catalogue file parsed once, for matching and for the edit (its exact text, line endings kept,
     so an edit keeps them), and the version of the file it was read from: reconciling takes seconds on
     a large library, and the write must not replace what the curator saves meanwhile."""
     try:
-        version = read_input_version(config.catalog, "the catalogue", MAX_YAML, catalog_edit.CatalogEditError)
+        version = read_input_version(
+            config.catalog, "the catalogue", MAX_YAML, catalogue_edit.CatalogueEditError
+        )
     except FileNotFoundError:
         load_catalogue(config.catalog, config.path)  # the usual error, naming the config's line
         raise
@@ -113,22 +115,24 @@ def _read_catalogue(config: Config, for_adopt: bool = False) -> tuple[catalog_ed
         text = version.data.decode("utf-8")
     except UnicodeDecodeError as exc:
         problem = why_unreadable(config.catalog, exc)
-        raise catalog_edit.CatalogEditError(f"cannot read the catalogue {config.catalog}: {problem}") from exc
-    return catalog_edit.Document(text, str(config.catalog), for_adopt=for_adopt), version
+        raise catalogue_edit.CatalogueEditError(
+            f"cannot read the catalogue {config.catalog}: {problem}"
+        ) from exc
+    return catalogue_edit.Document(text, str(config.catalog), for_adopt=for_adopt), version
 
 
 def _regular_item(items: Sequence[Item], key: str) -> Item:
     """The item a pin or an adoption names: it must be in the store, top-level, and not in the trash."""
     key = key.strip().upper()
-    catalog_edit.check_key(key)
+    catalogue_edit.check_key(key)
     item = next((i for i in items if i.key == key), None)
     if item is None:
-        raise catalog_edit.CatalogEditError(
+        raise catalogue_edit.CatalogueEditError(
             f"no Zotero item {key} in the store (run `zotsync pull` if it was added since the last sync)"
         )
     if item.deleted:
-        raise catalog_edit.CatalogEditError(f"the Zotero item {key} is in the trash")
+        raise catalogue_edit.CatalogueEditError(f"the Zotero item {key} is in the trash")
     if not item.is_regular:
         kind = "a child item" if item.parent_key else f"a standalone {item.item_type}"
-        raise catalog_edit.CatalogEditError(f"{key} is {kind}, not a top-level item")
+        raise catalogue_edit.CatalogueEditError(f"{key} is {kind}, not a top-level item")
     return item

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..catalog import load_catalogue
+from ..catalogue import load_catalogue
 from ..config import Config
 from ..gcpause import bulk_phase
 from .page import merge

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ..catalog import load_catalogue
+from ..catalogue import load_catalogue
 from ..config import Config
 from ..model import Placement, in_collections
 from .page import merge

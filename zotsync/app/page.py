@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import formats
-from ..catalog import load_catalogue
+from ..catalogue import load_catalogue
 from ..config import Config
 from ..export import ExportInput, LinkPlan, Page, page_text
 from ..formats import Needs

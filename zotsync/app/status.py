@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from ..catalog import load_catalogue
+from ..catalogue import load_catalogue
 from ..config import Config
 from ..gcpause import bulk_phase
 from ..model import Catalogue, Placement, in_collections

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import digest, formats
-from ..catalog import CatalogueFile
+from ..catalogue import CatalogueFile
 from ..config import Config
 from ..export import ExportInput
 from ..export.record import ExportRecord, export_inputs

@@ -14,8 +14,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zotsync.catalog import parse_catalogue
-from zotsync.catalog_edit import CatalogEditError, adopt, pin, yaml_quote
+from zotsync.catalogue import parse_catalogue
+from zotsync.catalogue_edit import CatalogueEditError, adopt, pin, yaml_quote
 
 KEY = "ABCD2345"
 
@@ -166,7 +166,7 @@ def test_pin_with_the_same_key_changes_nothing() -> None:
 def test_pin_refuses_another_key_unless_forced_which_replaces_it_in_place() -> None:
     text = "categories:\n  - name: A\n    entries:\n      - title: X\n        zotero_key: 'ZNJI4X9Q'  # old\n"
     with pytest.raises(
-        CatalogEditError, match=r"already pinned to ZNJI4X9Q \(catalog.yaml:5\); pass --force"
+        CatalogueEditError, match=r"already pinned to ZNJI4X9Q \(catalog.yaml:5\); pass --force"
     ):
         pin(text, "X", KEY)
     result = pin(text, "X", KEY, force=True)
@@ -182,7 +182,7 @@ def test_pin_by_the_key_the_entry_has_now() -> None:
 
 
 def test_pin_an_unknown_title_names_the_nearest() -> None:
-    with pytest.raises(CatalogEditError) as info:
+    with pytest.raises(CatalogueEditError) as info:
         pin(COMMENTED, "Rammer enabling holistic compiler", KEY)
     message = str(info.value)
     assert message.startswith(
@@ -192,7 +192,7 @@ def test_pin_an_unknown_title_names_the_nearest() -> None:
 
 
 def test_pin_refuses_a_malformed_key() -> None:
-    with pytest.raises(CatalogEditError, match="'ABC' is not a Zotero item key"):
+    with pytest.raises(CatalogueEditError, match="'ABC' is not a Zotero item key"):
         pin(COMMENTED, "TVM", "abc")
 
 
@@ -200,13 +200,13 @@ def test_a_layout_the_editor_cannot_handle_is_refused_not_written() -> None:
     # a keep-chomped block scalar at the very end, without a final newline: any line added after it
     # would become part of its value — the proof by re-parsing catches it
     text = "categories:\n  - name: A\n    entries:\n      - title: X\n        why: |+\n          text"
-    with pytest.raises(CatalogEditError, match="cannot edit this layout safely"):
+    with pytest.raises(CatalogueEditError, match="cannot edit this layout safely"):
         pin(text, "X", KEY)
 
 
 def test_malformed_or_multi_document_yaml_is_one_line() -> None:
     for text in ("categories: [\n", "categories: []\n---\nmore: 1\n"):
-        with pytest.raises(CatalogEditError) as info:
+        with pytest.raises(CatalogueEditError) as info:
             pin(text, "X", KEY)
         assert "\n" not in str(info.value) and "malformed YAML" in str(info.value)
 
@@ -276,7 +276,7 @@ def test_adopt_quotes_and_escapes_the_zotero_title() -> None:
 
 def test_adopt_an_unknown_category_is_refused_with_the_nearest_unless_asked_to_create_it() -> None:
     with pytest.raises(
-        CatalogEditError, match=r"no category 'Compiler' in the catalogue \(did you mean 'Compilers'"
+        CatalogueEditError, match=r"no category 'Compiler' in the catalogue \(did you mean 'Compilers'"
     ):
         adopt(COMMENTED, "Compiler", "T", KEY)
     result = adopt(COMMENTED, "GPU / Kernels", "T", KEY, create_category=True)
@@ -294,9 +294,9 @@ def test_adopt_an_unknown_category_is_refused_with_the_nearest_unless_asked_to_c
 
 def test_adopt_refuses_a_key_or_a_title_already_in_the_catalogue() -> None:
     pinned = pin(COMMENTED, "TVM", KEY).text
-    with pytest.raises(CatalogEditError, match="ABCD2345 is already in the catalogue under 'Compilers'"):
+    with pytest.raises(CatalogueEditError, match="ABCD2345 is already in the catalogue under 'Compilers'"):
         adopt(pinned, "Empty", "Anything", KEY)
-    with pytest.raises(CatalogEditError, match="under 'Compilers', 'Twice'; use `zotsync pin`"):
+    with pytest.raises(CatalogueEditError, match="under 'Compilers', 'Twice'; use `zotsync pin`"):
         adopt(COMMENTED, "Empty", "welder: scheduling deep learning memory access via tile graph", KEY)
 
 

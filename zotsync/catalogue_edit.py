@@ -20,8 +20,8 @@ import yaml
 from rapidfuzz import fuzz, process
 
 from . import normalize
-from .catalog import ZOTERO_KEY, parse_catalogue
-from .errors import CatalogError, ConfigError
+from .catalogue import ZOTERO_KEY, parse_catalogue
+from .errors import CatalogueError, ConfigError
 from .model import Catalogue, CatalogueEntry, Category, category_name
 from .yamlio import parse_with_nodes, parse_yaml, text_of
 
@@ -33,7 +33,7 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\t": "\\t", "\n": "\\n", "\r": "\\r", "\x
 _ESCAPES |= {"\u2028": "\\L", "\u2029": "\\P", "\ufeff": "\\ufeff"}
 
 
-class CatalogEditError(CatalogError):
+class CatalogueEditError(CatalogueError):
     """The edit was refused; the catalogue is left as it was (exit code 2)."""
 
 
@@ -88,12 +88,12 @@ class Document:
                 text += ("" if not text or text.endswith(("\n", "\r")) else "\n") + "categories:\n"
                 root, self.raw = parse_with_nodes(text, name)
         except ConfigError as exc:
-            raise CatalogEditError(f"{exc}; not edited") from None
+            raise CatalogueEditError(f"{exc}; not edited") from None
         self.text = text
         self.name = name
         self.catalogue = parse_catalogue(self.raw, Path(name))  # also proves the node shapes below
         if not isinstance(root, yaml.MappingNode):
-            raise CatalogEditError(f"{name}: the catalogue is empty; add a 'categories:' list first")
+            raise CatalogueEditError(f"{name}: the catalogue is empty; add a 'categories:' list first")
         self.root = root
         self.categories: list[tuple[str, yaml.MappingNode]] = []
         self.entries: list[_EntryNode] = []
@@ -167,7 +167,7 @@ def pin(
         if current == key:
             continue
         if current and not force:
-            raise CatalogEditError(
+            raise CatalogueEditError(
                 f"'{title}' is already pinned to {current} ({name}:{value.start_mark.line + 1}); "
                 f"pass --force to replace it with {key}"
             )
@@ -202,14 +202,14 @@ def adopt(
     key = check_key(key)
     title, category = title.strip(), category_name(category.strip())
     if not title:
-        raise CatalogEditError(f"the Zotero item {key} has no title; add one in Zotero first")
+        raise CatalogueEditError(f"the Zotero item {key} has no title; add one in Zotero first")
     doc = text if isinstance(text, Document) else Document(text, name, for_adopt=True)
     for entry in doc.entries:
         if _scalar_text(_value(entry.node, "zotero_key")) == key:
-            raise CatalogEditError(f"{key} is already in the catalogue under '{entry.category}'")
+            raise CatalogueEditError(f"{key} is already in the catalogue under '{entry.category}'")
     same = [e for e in doc.entries if normalize.title(e.title) == normalize.title(title)]
     if same:
-        raise CatalogEditError(
+        raise CatalogueEditError(
             f"'{same[0].title}' is already in the catalogue under "
             f"{_names(e.category for e in same)}; use `zotsync pin` to record its key"
         )
@@ -253,7 +253,7 @@ def check_category(names: Sequence[str], category: str, create: bool = False) ->
         return
     near = nearest(category, names)
     hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
-    raise CatalogEditError(
+    raise CatalogueEditError(
         f"no category '{category.strip()}' in the catalogue{hint}; pass --new-category to add it at the end"
     )
 
@@ -308,10 +308,10 @@ def _select(doc: Document, target: str) -> list[_EntryNode]:
     if not chosen:
         near = nearest(target, [e.title for e in doc.entries])
         hint = f" (nearest: {_names(near)})" if near else ""
-        raise CatalogEditError(f"no curated entry titled '{target}'{hint}")
+        raise CatalogueEditError(f"no curated entry titled '{target}'{hint}")
     titles = list(dict.fromkeys(normalize.title(e.title) for e in chosen))
     if len(titles) > 1:  # two different papers pinned to one key: the curator must say which
-        raise CatalogEditError(
+        raise CatalogueEditError(
             f"{target.strip().upper()} is pinned by several entries ({_names(e.title for e in chosen)}); "
             "name the entry by its title"
         )
@@ -404,7 +404,7 @@ def _add_key(doc: Document, mapping: yaml.MappingNode, name: str, key: str) -> _
 def _replace_scalar(doc: Document, node: yaml.ScalarNode, key: str) -> _Edit:
     start, end = node.start_mark.index, node.end_mark.index
     if node.style in ("|", ">"):
-        raise CatalogEditError(f"{doc.name}:{node.start_mark.line + 1}: zotero_key is a block scalar")
+        raise CatalogueEditError(f"{doc.name}:{node.start_mark.line + 1}: zotero_key is a block scalar")
     if node.style == "'":
         return _Edit(start, end, f"'{key}'")
     if node.style in (None, "") and _scalar_text(node):  # plain: None from PyYAML, "" from libyaml
@@ -460,7 +460,7 @@ def _append(
         position = _line_after(text, _content_end(text, last))
         return [_insert_lines(doc, position, block(value.start_mark.column))]
     if not _is_block(owner):
-        raise CatalogEditError(f"{doc.name}:{owner.start_mark.line + 1}: cannot add to '{name}' here")
+        raise CatalogueEditError(f"{doc.name}:{owner.start_mark.line + 1}: cannot add to '{name}' here")
     lines = block(key_column + dash_offset)
     if key is None:  # no such key yet: add it as the mapping's last key
         position = _line_after(text, _content_end(text, owner))
@@ -490,7 +490,7 @@ def _parse_raw(text: str, name: str) -> Any:
     try:
         return parse_yaml(text, name)
     except ConfigError as exc:
-        raise CatalogEditError(f"{exc}; not edited") from None
+        raise CatalogueEditError(f"{exc}; not edited") from None
 
 
 def _verify(
@@ -504,10 +504,10 @@ def _verify(
     try:
         raw_new = parse_yaml(new_text, doc.name)
         parsed = parse_catalogue(raw_new, Path(doc.name))
-    except ConfigError as exc:  # CatalogError included
-        raise CatalogEditError(f"the edit would break the catalogue ({exc}); not written") from None
+    except ConfigError as exc:  # CatalogueError included
+        raise CatalogueEditError(f"the edit would break the catalogue ({exc}); not written") from None
     if _strip_lines(parsed) != _strip_lines(expect(doc.catalogue)) or raw_new != expect_raw(doc.raw):
-        raise CatalogEditError(
+        raise CatalogueEditError(
             f"{doc.name}: cannot edit this layout safely (the result would differ by more than the "
             "intended lines); not written — please edit by hand"
         )
@@ -556,7 +556,7 @@ def _expect_raw_adopt(raw: Any, category: str, title: str, key: str) -> Any:
 def check_key(key: str) -> str:
     key = key.strip().upper()  # Zotero keys are upper case; accept a pasted lower-case one
     if not ZOTERO_KEY.match(key):
-        raise CatalogEditError(f"'{key}' is not a Zotero item key (8 characters, e.g. ABCD2345)")
+        raise CatalogueEditError(f"'{key}' is not a Zotero item key (8 characters, e.g. ABCD2345)")
     return key
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CatalogError, ConfigError, ZotsyncError
+from .errors import CatalogueError, ConfigError, ZotsyncError
 from .inputs import MAX_YAML, read_input, why_unreadable
 from .model import ZOTERO_KEY, Catalogue, CatalogueEntry, Category, Link, category_name
 from .text import did_you_mean
@@ -44,11 +44,11 @@ def load_catalogue(path: Path, config: Path | None = None) -> Catalogue:
     """`config`: the config file whose `catalog:` names `path`; a missing catalogue is its line's fault."""
     if config is not None and not path.exists() and not path.is_symlink():  # a link loop: load_yaml says so
         named_at = where(config, load_yaml(config, "config file"), "catalog")
-        raise CatalogError(f"{named_at}: catalogue not found: {path}{_near_file(path)}")
+        raise CatalogueError(f"{named_at}: catalogue not found: {path}{_near_file(path)}")
     try:
         raw = load_yaml(path, "catalogue")
     except ConfigError as exc:
-        raise CatalogError(str(exc)) from None
+        raise CatalogueError(str(exc)) from None
     return parse_catalogue(raw, path)
 
 
@@ -64,7 +64,7 @@ class CatalogueFile:
     @classmethod
     def read(cls, path: Path, config: Path | None = None) -> CatalogueFile:
         try:
-            return cls(path, config, read_input(path, "catalogue", MAX_YAML, CatalogError))
+            return cls(path, config, read_input(path, "catalogue", MAX_YAML, CatalogueError))
         except (OSError, ZotsyncError):  # `load` says why, as `load_catalogue` does
             return cls(path, config, None)
 
@@ -79,13 +79,13 @@ class CatalogueFile:
             # universal newlines, as load_yaml's read_text would give
             text = self.data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         except UnicodeDecodeError as exc:
-            raise CatalogError(
+            raise CatalogueError(
                 f"cannot read catalogue {self.path}: {why_unreadable(self.path, exc)}"
             ) from None
         try:
             raw = parse_yaml(text, str(self.path))
         except ConfigError as exc:
-            raise CatalogError(str(exc)) from None
+            raise CatalogueError(str(exc)) from None
         return parse_catalogue(raw, self.path)
 
 
@@ -93,26 +93,26 @@ def parse_catalogue(raw: Any, path: Path) -> Catalogue:
     if raw is None:
         return Catalogue()
     if not isinstance(raw, dict):
-        raise CatalogError(f"{path}: the catalogue must be a mapping with 'title' and 'categories'")
+        raise CatalogueError(f"{path}: the catalogue must be a mapping with 'title' and 'categories'")
     _only(raw, TOP_KEYS, path, "catalogue")
     categories_raw = raw.get("categories") or []
     if not isinstance(categories_raw, list):
-        raise CatalogError(f"{where(path, raw, 'categories')}: 'categories' must be a list")
+        raise CatalogueError(f"{where(path, raw, 'categories')}: 'categories' must be a list")
     categories: list[Category] = []
     seen: set[str] = set()
     for category_raw in categories_raw:
         if not isinstance(category_raw, dict):
-            raise CatalogError(f"{where(path, raw, 'categories')}: each category must be a mapping")
+            raise CatalogueError(f"{where(path, raw, 'categories')}: each category must be a mapping")
         _only(category_raw, CATEGORY_KEYS, path, "category")
         name = category_name(_text(category_raw, "name", path).strip())
         if not name:
-            raise CatalogError(f"{where(path, category_raw)}: category without a name")
+            raise CatalogueError(f"{where(path, category_raw)}: category without a name")
         if name in seen:
-            raise CatalogError(f"{where(path, category_raw, 'name')}: category '{name}' appears twice")
+            raise CatalogueError(f"{where(path, category_raw, 'name')}: category '{name}' appears twice")
         seen.add(name)
         entries_raw = category_raw.get("entries") or []
         if not isinstance(entries_raw, list):
-            raise CatalogError(f"{where(path, category_raw, 'entries')}: 'entries' must be a list")
+            raise CatalogueError(f"{where(path, category_raw, 'entries')}: 'entries' must be a list")
         entries = tuple(_entry(e, name, path, category_raw) for e in entries_raw)
         categories.append(Category(name, entries))
     return Catalogue(
@@ -124,24 +124,26 @@ def parse_catalogue(raw: Any, path: Path) -> Catalogue:
 
 def _entry(raw: Any, category: str, path: Path, parent: Any) -> CatalogueEntry:
     if not isinstance(raw, dict):
-        raise CatalogError(f"{where(path, parent, 'entries')}: each entry must be a mapping, got {raw!r:.40}")
+        raise CatalogueError(
+            f"{where(path, parent, 'entries')}: each entry must be a mapping, got {raw!r:.40}"
+        )
     _only(raw, ENTRY_KEYS, path, "entry")
     title = _text(raw, "title", path).strip()
     if not title:
-        raise CatalogError(f"{where(path, raw)}: entry without a title in category '{category}'")
+        raise CatalogueError(f"{where(path, raw)}: entry without a title in category '{category}'")
     status = raw.get("status")
     if status not in (None, "read", "unread"):
-        raise CatalogError(f"{where(path, raw, 'status')}: status must be read or unread, not {status!r}")
+        raise CatalogueError(f"{where(path, raw, 'status')}: status must be read or unread, not {status!r}")
     noted = raw.get("noted", False)
     if not isinstance(noted, bool):
-        raise CatalogError(f"{where(path, raw, 'noted')}: noted must be true or false")
+        raise CatalogueError(f"{where(path, raw, 'noted')}: noted must be true or false")
     links_raw = raw.get("links") or {}
     links = {label: text_of(links_raw, label) for label in links_raw} if isinstance(links_raw, dict) else {}
     if not isinstance(links_raw, dict) or any(url is None for url in links.values()):
-        raise CatalogError(f"{where(path, raw, 'links')}: links must map labels to URLs")
+        raise CatalogueError(f"{where(path, raw, 'links')}: links must map labels to URLs")
     key = _text(raw, "zotero_key", path).strip()
     if key and not ZOTERO_KEY.match(key):
-        raise CatalogError(f"{where(path, raw, 'zotero_key')}: '{key}' is not a Zotero item key")
+        raise CatalogueError(f"{where(path, raw, 'zotero_key')}: '{key}' is not a Zotero item key")
     return CatalogueEntry(
         category=category,
         title=title,
@@ -164,12 +166,12 @@ def _only(raw: dict[str, Any], allowed: tuple[str, ...], path: Path, what: str) 
     for key in raw:
         if key not in allowed:
             hint = did_you_mean(key, allowed) or f" (expected one of {', '.join(allowed)})"
-            raise CatalogError(f"{where(path, raw, key)}: unknown {what} key '{key}'{hint}")
+            raise CatalogueError(f"{where(path, raw, key)}: unknown {what} key '{key}'{hint}")
 
 
 def _text(raw: dict[str, Any], key: str, path: Path) -> str:
     """A text field exactly as the curator typed it: `010` stays `010`, not the number 8."""
     value = text_of(raw, key)
     if value is None:
-        raise CatalogError(f"{where(path, raw, key)}: '{key}' must be text, not a list or a mapping")
+        raise CatalogueError(f"{where(path, raw, key)}: '{key}' must be text, not a list or a mapping")
     return value
