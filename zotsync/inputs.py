@@ -126,7 +126,7 @@ def file_digest(path: Path) -> str | None:
     pipe or a device, which would never end: what reads it next says why)."""
     try:
         with open_input(path, str(path)) as stream:
-            return hashlib.file_digest(stream, "sha256").hexdigest()
+            return hashlib.file_digest(stream, "sha256").hexdigest()  # type: ignore[arg-type]
     except (OSError, ZotsyncError):
         return None
 

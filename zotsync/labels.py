@@ -95,7 +95,8 @@ def labels_for(language: str = DEFAULT_LANGUAGE, overrides: Mapping[str, str | N
                 f"label '{name}' may use only {', '.join(f'{{{p}}}' for p in sorted(allowed))} "
                 "as placeholders (write {{ and }} for braces)",
             )
-    return dataclasses.replace(BUILT_IN[language], **overrides)
+    checked: dict[str, str] = {name: text for name, text in overrides.items() if isinstance(text, str)}
+    return dataclasses.replace(BUILT_IN[language], **checked)
 
 
 def _placeholders(template: str) -> set[str]:

@@ -7,6 +7,7 @@ same secret-masking filter as the terminal."""
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import stat
@@ -14,7 +15,6 @@ import sys
 import time
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
-from typing import TextIO
 
 from .errors import FileError
 from .folders import cause, make_folders, remove_folders
@@ -74,7 +74,7 @@ class _LogFile(RotatingFileHandler):
 
     failed = False
 
-    def _open(self) -> TextIO:  # also when the file rotates
+    def _open(self) -> io.TextIOWrapper:  # called again when the file rotates
         path = Path(self.baseFilename)
         with contextlib.suppress(FileNotFoundError):
             _check_log_file(path, path.lstat().st_mode)
@@ -86,7 +86,9 @@ class _LogFile(RotatingFileHandler):
             _check_log_file(path, os.fstat(handle).st_mode)
             if _NONBLOCK:
                 os.set_blocking(handle, True)
-            return open(handle, self.mode, encoding=self.encoding, errors=self.errors)
+            stream = open(handle, self.mode, encoding=self.encoding, errors=self.errors)  # noqa: SIM115
+            assert isinstance(stream, io.TextIOWrapper)  # a text mode: the log is text
+            return stream
         except BaseException:
             os.close(handle)
             raise

@@ -95,7 +95,7 @@ def _key_text(node: yaml.Node) -> str:
 
 _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    lambda loader, node: loader.construct_mapping(node, deep=True),
+    lambda loader, node: loader.construct_mapping(node, deep=True),  # type: ignore[arg-type]
 )
 
 

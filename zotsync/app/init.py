@@ -4,7 +4,7 @@ or write the bundled demo there. It never writes over a file: when any target ex
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -54,7 +54,7 @@ def init(
 def init_demo(folder: Path) -> Started:
     """The bundled demo (its catalogue, its library snapshot, a config that reproduces the seed page)."""
     demo = demo_folder()
-    files = {
+    files: dict[str, str | bytes] = {
         CONFIG_NAME: DEMO_CONFIG,
         CATALOG_NAME: (demo / CATALOG_NAME).read_bytes(),
         SNAPSHOT_NAME: (demo / SNAPSHOT_NAME).read_bytes(),
@@ -83,7 +83,7 @@ def default_zotero_dir() -> Path:
     return Path.home() / "Zotero"
 
 
-def _write(folder: Path, files: dict[str, str | bytes]) -> tuple[Path, ...]:
+def _write(folder: Path, files: Mapping[str, str | bytes]) -> tuple[Path, ...]:
     targets = [folder / name for name in files]
     existing = [str(t) for t in targets if t.exists()]
     exports = folder / "exports"

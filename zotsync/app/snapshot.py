@@ -17,11 +17,12 @@ def render(config: Config) -> str:
         name = store.sync_state.library_name
     # A store an older zotsync filled may hold keys its sources no longer take in: a file made of them
     # would be refused when read back, so none is written.
-    odd = next((o for o in (*library.collections, *library.items) if not ZOTERO_KEY.match(o.key)), None)
+    keys = [("collection", c.key) for c in library.collections] + [("item", i.key) for i in library.items]
+    odd = next(((kind, key) for kind, key in keys if not ZOTERO_KEY.match(key)), None)
     if odd is not None:
-        kind = "collection" if odd in library.collections else "item"
+        kind, key = odd
         raise StoreError(
-            f"the store holds the {kind} key {odd.key!r}, which is {NOT_A_KEY}: a snapshot of it could not "
+            f"the store holds the {kind} key {key!r}, which is {NOT_A_KEY}: a snapshot of it could not "
             "be read back; pull the library again into a new store"
         )
     return snapshot.dumps(library, name)

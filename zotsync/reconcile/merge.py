@@ -50,13 +50,13 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
     rows: dict[str, list[Placement]] = {c.name: [] for c in catalogue.categories}
     conflicts: list[tuple[str, Status, Status]] = []
     for entry in catalogue.entries:
-        item = matches.item_for(entry)
-        placement = row.curated(entry, item)
+        matched = matches.item_for(entry)
+        placement = row.curated(entry, matched)
         rows[entry.category].append(placement)
         if (
-            item
+            matched
             and entry.status
-            and (zotero := row.zotero_status(item, facts[item.key]))
+            and (zotero := row.zotero_status(matched, facts[matched.key]))
             and zotero != entry.status
         ):
             conflicts.append((placement.title, entry.status, zotero))

@@ -59,8 +59,10 @@ class SnapshotSource:
         except (KeyError, TypeError, ValueError) as exc:
             raise SourceError(f"{self.path}: an object lacks a valid {exc} field") from None
         warn_repaired(repaired)
-        library = next((o["library"] for o in objects if isinstance(o.get("library"), dict)), {})
-        version = max((o.version for o in (*items, *collections)), default=0)
+        library: dict[str, Any] = next(
+            (o["library"] for o in objects if isinstance(o.get("library"), dict)), {}
+        )
+        version = max([*(i.version for i in items), *(c.version for c in collections)], default=0)
         # A snapshot is the whole library, so it also tells what was deleted: whatever it lacks. It is
         # read whole every time because a hand-edited file need not bump any version.
         return Changes(
