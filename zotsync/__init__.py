@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from .app.sync import SyncResult
     from .config import Config
 
-__version__ = "0.2.0"
+from .version import __version__
+
 __all__ = ["__version__", "catalogue_frame", "load_config", "pull", "status", "sync"]
 
 

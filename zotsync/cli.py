@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import __version__, formats, runlog
+from . import formats, runlog
 from .errors import Interrupted, Terminated, ZotsyncError
 from .secrets import RedactFilter, redact, register, register_url
 from .text import json_safe, one_line, one_line_each, printable
+from .version import __version__
 
 if TYPE_CHECKING:
     from .config import Config

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .. import __version__
 from ..config import Config
 from ..inputs import file_digest
 from ..outputs import FileRecord
+from ..version import __version__
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
