@@ -116,9 +116,17 @@ _AS_SCHEMA_7 = (
 _CREATOR_NAMES = ("creator_type", "last_name", "first_name", "name")
 
 
+# The tables each migration after 8 made, in order: going back drops them.
+_MADE_AFTER_8 = {9: "export_files", 10: "derived"}
+
+
 def back_to_schema_8(path: Path) -> None:
-    """Turn the store at `path` back into a schema-8 store: without the record of exported files."""
-    edit(path, "DROP TABLE export_files", "DELETE FROM schema_migrations WHERE version > 8")
+    """Turn the store at `path` back into a schema-8 store: without the tables migrations 9 on made."""
+    edit(
+        path,
+        *(f"DROP TABLE IF EXISTS {table}" for table in _MADE_AFTER_8.values()),
+        "DELETE FROM schema_migrations WHERE version > 8",
+    )
 
 
 def back_to_schema_7(path: Path) -> None:

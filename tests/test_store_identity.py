@@ -22,7 +22,7 @@ from factories import back_to_schema_8
 from zotsync.app.pull import pull
 from zotsync.errors import StoreError
 from zotsync.sources import SnapshotSource
-from zotsync.store import APPLICATION_ID, MIGRATIONS, Store
+from zotsync.store import APPLICATION_ID, Store
 
 REAL_ZOTERO = ROOT.parent / "shared" / "fixtures" / "zotero-sqlite" / "tasmimmedha-hidms-9.0.6.sqlite"
 COMMANDS = (("status",), ("export", "--format", "md"), ("pull",), ("sync",))
@@ -187,7 +187,7 @@ def test_read_only_commands_neither_create_nor_upgrade_a_store(project: Path, ru
     assert not (project / ".zotsync").exists()
     # A store from an older zotsync (one migration behind) is read, not upgraded, by `status`.
     store = legacy_store(project)
-    back_to_schema_8(store)  # one migration behind
+    back_to_schema_8(store)  # an older zotsync's store
     with contextlib.closing(sqlite3.connect(store, isolation_level=None)) as db:
         db.execute("DROP TABLE catalogue_rows")
     # The store itself (a WAL reader may add an empty -wal and update the -shm index beside its own store).
@@ -195,7 +195,7 @@ def test_read_only_commands_neither_create_nor_upgrade_a_store(project: Path, ru
     result = run("--config", config, "status")
     assert result.code == 1
     assert result.err.splitlines() == [
-        f"zotsync: error: the store {store} was written by an older zotsync (schema {len(MIGRATIONS) - 1}): "
+        f"zotsync: error: the store {store} was written by an older zotsync (schema 8): "
         "run `zotsync pull` once to upgrade it"
     ]
     assert fingerprint(store)[store.name] == before

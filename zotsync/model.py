@@ -364,6 +364,9 @@ class Library:
     # item key → what the page derives from that item alone (facts.py), as the store computed
     # it when it wrote the item; reconcile computes the facts of any item missing here itself.
     facts: Mapping[str, ItemFacts] = field(default_factory=dict, compare=False, repr=False)
+    # processor name → item key → what that processor derived for the item (zotsync/processing), joined
+    # in by the processor itself (`Processor.attach`), in the form reconcile reads.
+    derived: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     def collection_paths(self) -> dict[str, str]:
         """Collection key → `Parent / Child` path. Each path is built once from its parent's, so the

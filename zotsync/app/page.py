@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import formats
+from .. import formats, processing
 from ..catalogue import load_catalogue
 from ..config import Config
 from ..export import ExportInput, LinkPlan, Page, page_text
@@ -42,6 +42,7 @@ def merge(
         zotero_links=links,
     )
     library = store.load_page(creators, attachments=links)
+    library = processing.attach_all(library, {name: store.derived(name) for name in processing.BUILT_IN})
     reconciliation = reconcile(catalogue, library, options)
     page = Page(catalogue.title, catalogue.description, reconciliation.placements, config.exports.labels)
     return Merged(page, reconciliation, library)

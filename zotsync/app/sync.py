@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import digest, formats
+from .. import digest, formats, processing
 from ..catalogue import CatalogueFile
 from ..config import Config
 from ..export import ExportInput
@@ -29,6 +29,7 @@ class SyncResult:
     pull: PullReport
     written: tuple[tuple[Path, bool], ...]
     requests: int = 0
+    processed: list[processing.Report] = field(default_factory=list)  # the processors' reports
 
     @property
     def changed(self) -> bool:
@@ -51,6 +52,7 @@ class SyncResult:
             "items_removed": counts.items_removed,
             "collections_changed": counts.collections_changed,
             "collections_removed": counts.collections_removed,
+            "processed": processing.report_json(self.processed),  # each processor's counts, by name
         }
 
 
@@ -79,10 +81,11 @@ def run_sync(
         catalogue = None if last and last.inputs == inputs else catalogue_file.load()
         with bulk_phase():
             report = pull(source, store, full=full, max_removal=valve(config, force))
+            processed = processing.run_stage(config, store, clock)
         files = store.export_files()
         expected = {path: files.get(str(path)) for path in pages} | {Path(p): r for p, r in files.items()}
         if last is not None and last.still_holds(inputs, store.generation, expected):
-            return SyncResult(report, tuple((path, False) for path in pages), source.requests)
+            return SyncResult(report, tuple((path, False) for path in pages), source.requests, processed)
         store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
             merged = merge_for(config, catalogue or catalogue_file.load(), store, names)
@@ -97,4 +100,4 @@ def run_sync(
             written = result.written + record_changes(config, store, merged.page, clock)
         record = ExportRecord(inputs, store.generation)
         store.record_export(record.dumps(), result.records)
-    return SyncResult(report, tuple(written), source.requests)
+    return SyncResult(report, tuple(written), source.requests, processed)

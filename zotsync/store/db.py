@@ -14,10 +14,11 @@ from ..facts import ItemFacts, stored_version
 from ..model import CHILD_TYPES, Changes, Collection, Library
 from ..outputs import FileRecord
 from .codec import items_of, page_items
+from .derived import Derived
 from .failures import cause, store_errors
 from .identity import APPLICATION_ID, identify, not_ours
 from .landing import ApplyResult, Check, Landing
-from .schema import MIGRATIONS, apply_migration, now, refresh_facts, settle
+from .schema import BUMP_GENERATION, MIGRATIONS, apply_migration, now, refresh_facts, settle
 from .state import SyncState, read_state, write_state
 
 # Pages of a new store. An `items` row is ~0.7 KiB, more with an abstract, so 8 KiB pages (SQLite's
@@ -273,6 +274,37 @@ class Store:
     def touch(self) -> None:
         """Record a pull that found nothing new."""
         self.remember(last_sync_at=now())
+
+    # -- what processors derived --------------------------------------------------------------------
+    @store_errors
+    def derived(self, processor: str) -> dict[str, Derived]:
+        """One processor's results, by item key."""
+        rows = self._db.execute(
+            "SELECT key, inputs, value, made_at FROM derived WHERE processor = ?", (processor,)
+        )
+        return {row[0]: Derived.of_row(*row) for row in rows}
+
+    @store_errors
+    def save_derived(self, processor: str, results: Iterable[Derived], forget: Iterable[str] = ()) -> bool:
+        """Keep a processor's `results` and drop its results for `forget`, in one transaction; a changed
+        value bumps the content generation (the page shows it). Returns whether one did."""
+        with self._transaction() as db:
+            old = {
+                key: value
+                for key, value in db.execute(
+                    "SELECT key, value FROM derived WHERE processor = ?", (processor,)
+                )
+            }
+            rows = [result.row(processor) for result in results]
+            gone = [key for key in forget if key in old]
+            changed = bool(gone) or any(old.get(row[1]) != row[3] for row in rows)
+            db.executemany("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?, ?)", rows)
+            db.executemany(
+                "DELETE FROM derived WHERE processor = ? AND key = ?", ((processor, k) for k in gone)
+            )
+            if changed:
+                db.execute(BUMP_GENERATION)
+        return changed
 
     # -- what the last sync exported ----------------------------------------------------------------
     @store_errors

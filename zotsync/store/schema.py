@@ -275,6 +275,26 @@ def export_files(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def derived_results(db: sqlite3.Connection) -> None:
+    """10: what the processors between pull and page derive from the library (zotsync/processing), per
+    processor and item: what a result was made from, the result, and when; a changed result bumps the
+    content generation, so the next export shows it."""
+    run_sql(
+        db,
+        """
+        CREATE TABLE derived (
+            processor TEXT NOT NULL,
+            key TEXT NOT NULL,        -- an item key
+            inputs TEXT NOT NULL,     -- a digest of what the result was made from (the processor's own)
+            value TEXT NOT NULL,      -- JSON
+            made_at TEXT NOT NULL,    -- UTC ISO 8601
+            PRIMARY KEY (processor, key)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 # Every table a migration makes: a store without the mark (application_id 0, from a zotsync before it) is
 # ours only if it has the migrations table and none but these (`identity.identify`). A new migration's
 # table joins here (tests/test_store.py checks that a new store has no other).
@@ -289,6 +309,7 @@ TABLES = frozenset(
         "catalogue_rows",
         "item_page",
         "export_files",
+        "derived",
     }
 )
 

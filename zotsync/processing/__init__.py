@@ -1,0 +1,117 @@
+"""The stage between the pull and the page: processors derive data from the library that Zotero does not
+hold (a venue from a metadata service, say), keep it in the store, and hand it to the page.
+
+A processor is one module listed in BUILT_IN, whose PROCESSOR has:
+
+- `name` (the key of its results in the store's `derived` table, and of its report in `status`);
+- `enabled(config)`: whether `sync` runs it (a command of its own may run it whatever this says);
+- `run(job) -> Report`: derive what is due, within `job.deadline`, and save it with `job.save`; it must
+  end by the deadline and never fail a sync for what a service does (it says so in its report);
+- `attach(library, results) -> Library`: the library as the page sees it, with the results joined in
+  (`Library.derived`): reconcile reads them there, never from the store.
+
+Each result is a `Derived` record per item key: what it was made from (`inputs`, a digest the processor
+chooses, so that an unchanged item is not asked about again), the value, and when it was made. Saving
+a changed value bumps the store's content generation, so the next export renders with it; the
+processor's settings are part of the config's digest, and its code of zotsync's, so the export record
+covers everything a processor's results depend on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from typing import Any, Protocol
+
+from ..config import Config
+from ..model import Library
+from ..store import Store
+from ..store.derived import Derived
+
+log = logging.getLogger("zotsync")
+
+# Processor name → the module whose PROCESSOR it is, in the order `sync` runs them.
+BUILT_IN: dict[str, str] = {}
+
+__all__ = ["BUILT_IN", "Derived", "Job", "Processor", "Report", "attach_all", "get", "run_stage"]
+
+
+@dataclass(slots=True)
+class Report:
+    """What one run of a processor did, for `status`, `sync --json` and the log."""
+
+    name: str
+    counts: dict[str, int] = field(default_factory=dict)  # e.g. filled, ambiguous, not found, requests
+    warnings: list[str] = field(default_factory=list)  # one line each, said once (a service was down)
+
+
+@dataclass(slots=True)
+class Job:
+    """One run of one processor: the config, the store's library and the processor's own results."""
+
+    config: Config
+    store: Store
+    name: str
+    deadline: float  # seconds this run may take; what is left waits for the next run
+    now: Callable[[], datetime]
+    refresh: bool = False  # ask again about everything, whatever the results say
+    dry_run: bool = False  # work out what would change, save nothing
+
+    def library(self) -> Library:
+        """The library as the page reads it (items with their facts)."""
+        return self.store.load_page(creators=True, attachments=False)
+
+    def results(self) -> dict[str, Derived]:
+        return self.store.derived(self.name)
+
+    def save(self, results: Iterable[Derived], forget: Iterable[str] = ()) -> bool:
+        """Keep `results` (and drop the items in `forget`); whether any value changed. Nothing is saved
+        in a dry run."""
+        if self.dry_run:
+            return False
+        return self.store.save_derived(self.name, results, forget)
+
+
+class Processor(Protocol):
+    name: str
+
+    def enabled(self, config: Config) -> bool: ...
+
+    def run(self, job: Job) -> Report: ...
+
+    def attach(self, library: Library, results: Mapping[str, Derived]) -> Library: ...
+
+
+@cache
+def get(name: str) -> Processor:
+    processor: Processor = importlib.import_module(BUILT_IN[name]).PROCESSOR
+    return processor
+
+
+def run_stage(
+    config: Config, store: Store, now: Callable[[], datetime], deadline: float | None = None
+) -> list[Report]:
+    """Every enabled processor, in order (the `sync` between its pull and its exports)."""
+    reports = []
+    for name in BUILT_IN:
+        processor = get(name)
+        if processor.enabled(config):
+            job = Job(config, store, name, deadline if deadline is not None else config.sync.deadline, now)
+            reports.append(processor.run(job))
+    return reports
+
+
+def attach_all(library: Library, results: Mapping[str, Mapping[str, Derived]]) -> Library:
+    """The library with every processor's stored results joined in (`results`: name → key → record)."""
+    for name in BUILT_IN:
+        if results.get(name):
+            library = get(name).attach(library, results[name])
+    return library
+
+
+def report_json(reports: Iterable[Report]) -> dict[str, Any]:
+    return {report.name: dict(report.counts) for report in reports}
