@@ -25,9 +25,13 @@ class Page:
 class LinkPlan:
     """Where each file of an export lives, relative to `exports.dir`, decided before any exporter runs,
     so that a page can link to what another exporter writes (and every link resolves: `href` makes it
-    relative to the file it is written in, as a static site and GitHub both read it)."""
+    relative to the file it is written in, as a static site and GitHub both read it). The plan is made
+    once per export from the config and the library, and every exporter gets the same one."""
 
     pages: Mapping[str, str] = field(default_factory=dict)  # format name → its page file
+    notes: Mapping[str, str] = field(default_factory=dict)  # item key → its note page, when there is one
+    tags_page: str = ""  # the tags page, when one is written
+    category_pages: Mapping[str, str] = field(default_factory=dict)  # category → its page (a split page)
 
     @staticmethod
     def href(source: str, target: str, anchor: str = "") -> str:
