@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,6 @@ from zotsync.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture
@@ -54,9 +46,7 @@ def write_config(folder: Path, body: str) -> Path:
 from collections.abc import Iterator  # noqa: E402  (an appended section)
 
 import zotero_server  # noqa: E402  (the server module lives beside this file)
-from factories import FakeClock  # noqa: E402
-
-ZOTERO_API_KEY = "Tz8xQ4vN2mLr7KpW3sYd9HcB"  # a made-up key in the real keys' shape; must never be printed
+from factories import ZOTERO_API_KEY, FakeClock, Run  # noqa: E402
 
 
 @pytest.fixture

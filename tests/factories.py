@@ -1,19 +1,30 @@
-"""Build Zotero Web API JSON objects (the snapshot format) and page rows for tests."""
+"""What tests share: Zotero Web API JSON objects (the snapshot format), page rows, stores rolled back to
+older schemas, a fake clock, and the web tests' library, configs and store readers."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import shutil
+import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from zotsync.model import Placement
-from zotsync.store import PAGE_FIELDS
+from zotero_server import FakeLibrary, ZoteroServer
 
+from zotsync.app.pull import pull
+from zotsync.config import SourceConfig
+from zotsync.model import Library, Placement
+from zotsync.sources.snapshot import SnapshotSource
+from zotsync.store import PAGE_FIELDS, Store
+
+ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = {"type": "user", "id": 4242, "name": "tests", "links": {}}
 _versions = itertools.count(1)
 
@@ -231,3 +242,158 @@ class FakeClock:
             self.waits.append(seconds)
         time.sleep(0)  # let other threads run, as a real wait would
         return False
+
+
+def config_of(project: Path) -> str:
+    """The config of a `project` (the fixture: a copy of the bundled default), as --config takes it."""
+    return str(project / "config" / "zotsync.yaml")
+
+
+# -- the web source's tests ------------------------------------------------------------------------------
+ZOTERO_API_KEY = "Tz8xQ4vN2mLr7KpW3sYd9HcB"  # a made-up key in the real keys' shape; must never be printed
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+USER_ID = "1234567"
+
+
+def small_library(library_type: str = "user", library_id: str = USER_ID) -> FakeLibrary:
+    """A library built by API writes, like a real one: nested collections, papers with a note and a PDF,
+    one paper in two collections, one in the trash, one unfiled."""
+    lib = FakeLibrary(library_type, library_id, "tester")
+    gpu = lib.add_collection("GPU", key="GPUCAAAA")
+    compilers = lib.add_collection("Compilers", parent=gpu, key="CMPLAAAA")
+    lib.add_collection("Polyhedral", parent=compilers, key="PLYHAAAA")
+    lib.add_collection("Inference", key="NFRNAAAA")
+    lib.add_item(
+        "MLIR: Scaling Compiler Infrastructure",
+        "conferencePaper",
+        key="MLRAAAAA",
+        collections=["CMPLAAAA", "NFRNAAAA"],
+        creators=[{"creatorType": "author", "firstName": "Chris", "lastName": "Lattner"}],
+        proceedingsTitle="CGO",
+        date="2021",
+        DOI="10.1109/CGO51591.2021.9370308",
+        tags=[{"tag": "compiler"}, {"tag": "auto", "type": 1}],
+    )
+    lib.add_item("MLIR note", "note", key="MLRNAAAA", parent="MLRAAAAA")
+    lib.add_item(
+        "Full Text PDF", "attachment", key="MLRPAAAA", parent="MLRAAAAA", contentType="application/pdf"
+    )
+    lib.add_item("TIRAMISU", "conferencePaper", key="TRMSAAAA", collections=["PLYHAAAA"], date="2019")
+    lib.add_item("Unfiled preprint", "preprint", key="NFLDAAAA", date="2024")
+    lib.add_item("An old draft", "journalArticle", key="DRFTAAAA", collections=["GPUCAAAA"])
+    lib.trash_item("DRFTAAAA")
+    return lib
+
+
+@dataclass
+class Web:
+    """A temp project whose config points the web source at a fake server."""
+
+    server: ZoteroServer
+    folder: Path
+    config: Path
+    run: Callable[..., Run]
+
+    @property
+    def library(self) -> FakeLibrary:
+        return self.server.library
+
+    @property
+    def store_path(self) -> Path:
+        return self.folder / "store.sqlite"
+
+    def pull(self, *args: str, flags: tuple[str, ...] = ("-q",)) -> Run:
+        self.server.reset()
+        return self.run(*flags, "--config", str(self.config), "pull", *args)
+
+    def load(self) -> Library:
+        with Store(self.store_path) as store:
+            return store.load()
+
+    def store_version(self) -> int | None:
+        with Store(self.store_path) as store:
+            return store.library_version
+
+
+def write_web_config(
+    folder: Path,
+    base_url: str | None,
+    *,
+    library_type: str | None = "user",
+    library_id: str | None = USER_ID,
+    api_key: str | None = ZOTERO_API_KEY,
+) -> Path:
+    source = {"type": "web", "library_type": library_type, "library_id": library_id}
+    source |= {"api_key": api_key, "base_url": base_url}
+    lines = ["source:"] + [f"  {k}: {json.dumps(v)}" for k, v in source.items() if v is not None]
+    lines += [f"catalog: {json.dumps(str(ROOT / 'seeds' / 'catalog.yaml'))}", "store: store.sqlite", ""]
+    path = folder / "zotsync.yaml"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def config_for(
+    server: ZoteroServer, library: FakeLibrary | None = None, key: str = ZOTERO_API_KEY
+) -> SourceConfig:
+    library = library or server.library
+    return SourceConfig(
+        type="web",
+        library_type=library.library_type,
+        library_id=library.library_id,
+        api_key=key,
+        base_url=server.url,
+    )
+
+
+def mirror_of(library: FakeLibrary, folder: Path) -> Library:
+    """What a store holds after reading the library's current state through the snapshot source."""
+    folder.mkdir(parents=True, exist_ok=True)
+    snapshot = folder / "snapshot.json"
+    snapshot.write_text(json.dumps(library.snapshot()), encoding="utf-8")
+    with Store(Path(":memory:")) as store:
+        pull(SnapshotSource(snapshot), store)
+        return store.load()
+
+
+def assert_same_content(got: Library, want: Library) -> None:
+    assert got.collections == want.collections
+    assert got.items == want.items
+    assert [dict(i.fields) for i in got.items] == [dict(i.fields) for i in want.items]
+    assert (got.library_type, got.library_id) == (want.library_type, want.library_id)
+
+
+def by_key(library: Library) -> dict[str, object]:
+    return {**{i.key: i for i in library.items}, **{c.key: c for c in library.collections}}
+
+
+def rows(path: Path, scratch: Path) -> list[str]:
+    """The store's rows, read from a copy so that reading cannot touch the original."""
+    copy = scratch / f"copy-{time.monotonic_ns()}.sqlite"
+    shutil.copyfile(path, copy)
+    with sqlite3.connect(copy) as db:
+        return list(db.iterdump())
+
+
+def retry_gap(server: ZoteroServer, status: int) -> float:
+    """Seconds between the first answer with `status` and the retry of that same request."""
+    failed = next(r for r in server.requests if r.status == status)
+    retry = next(
+        r
+        for r in server.requests
+        if r.index > failed.index and (r.path, r.params) == (failed.path, failed.params)
+    )
+    return retry.at - failed.at
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again on leaving: nothing listens there

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SEEDS
+from factories import small_library, write_web_config
 from hypothesis import given
 from hypothesis import strategies as st
-from test_web_source import small_library, write_web_config
 from zotero_sqlite import build, load_snapshot
 
 from zotsync.inputs import MAX_SNAPSHOT, MAX_YAML

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from factories import config_of
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -314,10 +315,6 @@ def test_yaml_quote_reads_back_as_the_same_text(value: str) -> None:
 
 
 # -- the commands -------------------------------------------------------------------------------------
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
 
 
 @pytest.fixture

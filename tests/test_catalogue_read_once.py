@@ -12,21 +12,18 @@ import os
 from pathlib import Path
 
 import pytest
+from factories import config_of
 
 from zotsync.app import sync as app
 
 
-def config_path(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
-
-
 def sync(run, project: Path) -> None:
-    result = run("-q", "--config", config_path(project), "sync")
+    result = run("-q", "--config", config_of(project), "sync")
     assert result.code == 0, result.err
 
 
 def page_of(run, project: Path) -> str:
-    result = run("--config", config_path(project), "export", "--format", "md", "--output", "-")
+    result = run("--config", config_of(project), "export", "--format", "md", "--output", "-")
     assert result.code == 0, result.err
     return result.out
 

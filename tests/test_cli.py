@@ -7,12 +7,9 @@ from pathlib import Path
 
 import pytest
 from conftest import write_config
+from factories import config_of
 
 from zotsync.cli import cli
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
 
 
 def test_sync_writes_both_exports_and_status_reports_counts(project: Path, run) -> None:

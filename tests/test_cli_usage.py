@@ -6,10 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
+from factories import config_of
 
 
 def test_global_options_work_after_the_command(project: Path, run) -> None:

@@ -7,18 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 import pytest
+from factories import config_of
 
 from zotsync import formats
 from zotsync.export.base import ExportInput
 from zotsync.formats import Exporter, Output
 
 
-def config_path(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
-
-
 def sync(run, project: Path) -> str:
-    result = run("--config", config_path(project), "sync")
+    result = run("--config", config_of(project), "sync")
     assert result.code == 0, result.err
     return result.err
 
@@ -109,7 +106,7 @@ def test_the_page_files_change_together_or_not_at_all(project: Path, run) -> Non
     retitle(project)
     csv.unlink()
     csv.mkdir()  # the CSV cannot be written: neither is the Markdown page, although it comes first
-    result = run("--config", config_path(project), "sync")
+    result = run("--config", config_of(project), "sync")
     assert result.code == 1
     assert "it is a folder" in result.err
     assert md.read_bytes() == before

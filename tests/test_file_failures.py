@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import READ_ONLY_REASON
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
+from factories import config_of
 
 
 def tree(folder: Path) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, write_config
-from test_web_source import small_library, write_web_config
+from factories import small_library, write_web_config
 
 from zotsync.store import Store
 

@@ -11,14 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from test_web_source import small_library, write_web_config
+from factories import config_of, small_library, write_web_config
 from zotero_server import Fault
 
 from zotsync.app import page as app
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
 
 
 def sync_in_a_child(tmp_path: Path, server, requests: int) -> tuple[subprocess.Popen[str], Path]:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, Run
-from test_web_hardening import closed_port
-from test_web_source import by_key, mirror_of, small_library
+from factories import by_key, closed_port, mirror_of, small_library
 from zotero_server import ZoteroServer
 
 from zotsync.config import load_config

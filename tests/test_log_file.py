@@ -12,15 +12,11 @@ from pathlib import Path
 
 import pytest
 from conftest import ZOTERO_API_KEY
-from test_web_source import small_library, write_web_config
+from factories import config_of, small_library, write_web_config
 
 from zotsync import __version__, runlog
 
 LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} (DEBUG|INFO|WARNING|ERROR) \S.*")
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
 
 
 def lines_of(path: Path) -> list[str]:

@@ -14,12 +14,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from factories import config_of
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, sockets and /dev are POSIX")
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
 
 
 def zotsync(*args: str) -> subprocess.CompletedProcess[str]:

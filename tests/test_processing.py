@@ -68,14 +68,14 @@ def now() -> datetime:
     return datetime(2026, 12, 1, tzinfo=UTC)
 
 
-def config_of(project: Path) -> Config:
+def loaded(project: Path) -> Config:
     return load_config(project / "config" / "zotsync.yaml")
 
 
 def test_results_are_kept_joined_into_the_library_and_asked_again_only_when_the_item_changed(
     project: Path, run, shouting: Shouting
 ) -> None:
-    config = config_of(project)
+    config = loaded(project)
     assert run("-q", "--config", str(config.path), "sync").code == 0
     with Store(config.store) as store:
         results = store.derived("shout")
@@ -108,7 +108,7 @@ def test_a_changed_result_renders_the_page_again_and_an_unchanged_one_does_not(
 def test_a_disabled_processor_does_not_run_and_a_dry_run_saves_nothing(
     project: Path, shouting: Shouting
 ) -> None:
-    config = config_of(project)
+    config = loaded(project)
     with Store(config.store) as store:
         shouting.enabled_now = False
         assert processing.run_stage(config, store, now) == []

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import READ_ONLY_REASON
+from factories import config_of
 
 from zotsync.schedule import parse_every
 
@@ -81,10 +82,6 @@ def cron(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> Cron:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("CRONTAB_FILE", str(tmp_path / "table"))
     return Cron(tmp_path / "table")
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
 
 
 def log_folder(home: Path) -> Path:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from factories import config_of
 
 from zotsync.schedule import github
 
@@ -28,10 +29,6 @@ def known_origin(monkeypatch: pytest.MonkeyPatch) -> None:
     """The running zotsync (an editable checkout, maybe without an https origin) as if installed from
     ORIGIN, so that the tests do not depend on how the checkout they run in was made."""
     monkeypatch.setattr(github, "installed_from", lambda: ORIGIN)
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
 
 
 def write(run, project: Path, *args: str) -> Any:

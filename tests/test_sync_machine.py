@@ -7,13 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from test_web_source import USER_ID, small_library, write_web_config
+from factories import USER_ID, config_of, small_library, write_web_config
 
 PULL_COUNTS = ("items_added", "items_updated", "items_removed", "collections_changed", "collections_removed")
-
-
-def config_of(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
 
 
 def sync_json(run, config: str | Path, *flags: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SEEDS
+from factories import config_of
 
 from zotsync.app import page as app
 from zotsync.app import sync as sync_module
@@ -49,18 +50,14 @@ def snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def config_path(project: Path) -> str:
-    return str(project / "config" / "zotsync.yaml")
-
-
 def sync(run, project: Path, *more: str) -> str:
-    result = run("--config", config_path(project), *more, "sync")
+    result = run("--config", config_of(project), *more, "sync")
     assert result.code == 0, result.err
     return result.err
 
 
 def export(run, project: Path, fmt: str) -> str:
-    result = run("--config", config_path(project), "export", "--format", fmt, "--output", "-")
+    result = run("--config", config_of(project), "export", "--format", fmt, "--output", "-")
     assert result.code == 0, result.err
     return result.out
 
@@ -96,7 +93,7 @@ def test_an_edited_catalogue_renders_again(project, run, renders):
 def test_a_broken_catalogue_still_fails_before_the_pull(project, run, renders):
     sync(run, project)
     (project / "seeds" / "catalog.yaml").write_text("categories: [\n", encoding="utf-8")
-    result = run("--config", config_path(project), "sync")
+    result = run("--config", config_of(project), "sync")
     assert result.code == 2 and "malformed YAML" in result.err
 
 
@@ -174,7 +171,7 @@ def test_a_store_changed_by_a_plain_pull_renders_at_the_next_sync(project, run, 
     item = next(o for o in objects if o["data"].get("title") and "parentItem" not in o["data"])
     item["data"]["title"] = "Retitled in Zotero"  # no version bump: a hand-edited snapshot
     snapshot.write_text(json.dumps(objects, ensure_ascii=False), encoding="utf-8")
-    assert run("-q", "--config", config_path(project), "pull").code == 0
+    assert run("-q", "--config", config_of(project), "pull").code == 0
     err = sync(run, project)  # its own pull finds nothing new; the store did change since the export
     assert "up to date" in err
     assert len(renders) == 2
@@ -212,7 +209,7 @@ def test_a_sync_killed_after_writing_the_exports_renders_again(project, run, ren
         raise KeyboardInterrupt
 
     monkeypatch.setattr(sync_module, "record_changes", killed)
-    assert run("--config", config_path(project), "sync").code == 130
+    assert run("--config", config_of(project), "sync").code == 130
     monkeypatch.undo()
     store_path = project / ".zotsync" / "zotsync.sqlite"
     with Store(store_path) as store:

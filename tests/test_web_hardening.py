@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import socket
 import sqlite3
 import time
 import tracemalloc
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ZOTERO_API_KEY
-from test_web_source import USER_ID, Web, by_key, config_for, rows, small_library, write_web_config
+from factories import USER_ID, Web, by_key, closed_port, config_for, rows, small_library, write_web_config
 from zotero_server import Fault
 
 from zotsync.errors import SourceError
@@ -346,12 +345,6 @@ def test_403_with_no_key_set_says_so(tmp_path: Path, zotero_api, run) -> None:
         "zotsync: error: HTTP 403 and no API key set: export ZOTERO_API_KEY=…, or under cron set "
         "source.api_key in the config (a public library needs none)"
     ]
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]  # closed again on leaving: nothing listens there
 
 
 def test_an_unreachable_host_is_said_so_within_a_short_window(tmp_path: Path, run, fake_time) -> None:

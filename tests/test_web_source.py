@@ -13,21 +13,30 @@ import math
 import os
 import pty
 import select
-import shutil
-import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import httpx2
 import pytest
 import requests
 from conftest import ZOTERO_API_KEY, Run
+from factories import (
+    USER_ID,
+    Web,
+    assert_same_content,
+    by_key,
+    config_for,
+    mirror_of,
+    retry_gap,
+    rows,
+    small_library,
+    write_web_config,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyzotero import Zotero
@@ -36,7 +45,6 @@ from zotero_server import FakeLibrary, Fault, ZoteroServer, synthetic_library
 from zotsync.app.pull import pull
 from zotsync.config import SourceConfig
 from zotsync.errors import SourceError
-from zotsync.model import Library
 from zotsync.sources.snapshot import SnapshotSource
 from zotsync.sources.web import WebSource
 from zotsync.store import Store
@@ -49,144 +57,13 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "zotero-api"
 probe = requests.Session()
 probe.trust_env = False  # no proxy from the environment between us and 127.0.0.1
 SEED_SNAPSHOT = ROOT / "seeds" / "zotero-library.json"
-USER_ID = "1234567"
 
 
 # -- helpers ---------------------------------------------------------------------------------------------
-def small_library(library_type: str = "user", library_id: str = USER_ID) -> FakeLibrary:
-    """A library built by API writes, like a real one: nested collections, papers with a note and a PDF,
-    one paper in two collections, one in the trash, one unfiled."""
-    lib = FakeLibrary(library_type, library_id, "tester")
-    gpu = lib.add_collection("GPU", key="GPUCAAAA")
-    compilers = lib.add_collection("Compilers", parent=gpu, key="CMPLAAAA")
-    lib.add_collection("Polyhedral", parent=compilers, key="PLYHAAAA")
-    lib.add_collection("Inference", key="NFRNAAAA")
-    lib.add_item(
-        "MLIR: Scaling Compiler Infrastructure",
-        "conferencePaper",
-        key="MLRAAAAA",
-        collections=["CMPLAAAA", "NFRNAAAA"],
-        creators=[{"creatorType": "author", "firstName": "Chris", "lastName": "Lattner"}],
-        proceedingsTitle="CGO",
-        date="2021",
-        DOI="10.1109/CGO51591.2021.9370308",
-        tags=[{"tag": "compiler"}, {"tag": "auto", "type": 1}],
-    )
-    lib.add_item("MLIR note", "note", key="MLRNAAAA", parent="MLRAAAAA")
-    lib.add_item(
-        "Full Text PDF", "attachment", key="MLRPAAAA", parent="MLRAAAAA", contentType="application/pdf"
-    )
-    lib.add_item("TIRAMISU", "conferencePaper", key="TRMSAAAA", collections=["PLYHAAAA"], date="2019")
-    lib.add_item("Unfiled preprint", "preprint", key="NFLDAAAA", date="2024")
-    lib.add_item("An old draft", "journalArticle", key="DRFTAAAA", collections=["GPUCAAAA"])
-    lib.trash_item("DRFTAAAA")
-    return lib
-
-
-@dataclass
-class Web:
-    """A temp project whose config points the web source at a fake server."""
-
-    server: ZoteroServer
-    folder: Path
-    config: Path
-    run: Callable[..., Run]
-
-    @property
-    def library(self) -> FakeLibrary:
-        return self.server.library
-
-    @property
-    def store_path(self) -> Path:
-        return self.folder / "store.sqlite"
-
-    def pull(self, *args: str, flags: tuple[str, ...] = ("-q",)) -> Run:
-        self.server.reset()
-        return self.run(*flags, "--config", str(self.config), "pull", *args)
-
-    def load(self) -> Library:
-        with Store(self.store_path) as store:
-            return store.load()
-
-    def store_version(self) -> int | None:
-        with Store(self.store_path) as store:
-            return store.library_version
-
-
-def write_web_config(
-    folder: Path,
-    base_url: str | None,
-    *,
-    library_type: str | None = "user",
-    library_id: str | None = USER_ID,
-    api_key: str | None = ZOTERO_API_KEY,
-) -> Path:
-    source = {"type": "web", "library_type": library_type, "library_id": library_id}
-    source |= {"api_key": api_key, "base_url": base_url}
-    lines = ["source:"] + [f"  {k}: {json.dumps(v)}" for k, v in source.items() if v is not None]
-    lines += [f"catalog: {json.dumps(str(ROOT / 'seeds' / 'catalog.yaml'))}", "store: store.sqlite", ""]
-    path = folder / "zotsync.yaml"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def web(tmp_path: Path, zotero_api, run, fake_time) -> Web:
     server = zotero_api(small_library())
     return Web(server, tmp_path, write_web_config(tmp_path, server.url), run)
-
-
-def config_for(
-    server: ZoteroServer, library: FakeLibrary | None = None, key: str = ZOTERO_API_KEY
-) -> SourceConfig:
-    library = library or server.library
-    return SourceConfig(
-        type="web",
-        library_type=library.library_type,
-        library_id=library.library_id,
-        api_key=key,
-        base_url=server.url,
-    )
-
-
-def mirror_of(library: FakeLibrary, folder: Path) -> Library:
-    """What a store holds after reading the library's current state through the snapshot source."""
-    folder.mkdir(parents=True, exist_ok=True)
-    snapshot = folder / "snapshot.json"
-    snapshot.write_text(json.dumps(library.snapshot()), encoding="utf-8")
-    with Store(Path(":memory:")) as store:
-        pull(SnapshotSource(snapshot), store)
-        return store.load()
-
-
-def assert_same_content(got: Library, want: Library) -> None:
-    assert got.collections == want.collections
-    assert got.items == want.items
-    assert [dict(i.fields) for i in got.items] == [dict(i.fields) for i in want.items]
-    assert (got.library_type, got.library_id) == (want.library_type, want.library_id)
-
-
-def by_key(library: Library) -> dict[str, object]:
-    return {**{i.key: i for i in library.items}, **{c.key: c for c in library.collections}}
-
-
-def rows(path: Path, scratch: Path) -> list[str]:
-    """The store's rows, read from a copy so that reading cannot touch the original."""
-    copy = scratch / f"copy-{time.monotonic_ns()}.sqlite"
-    shutil.copyfile(path, copy)
-    with sqlite3.connect(copy) as db:
-        return list(db.iterdump())
-
-
-def retry_gap(server: ZoteroServer, status: int) -> float:
-    """Seconds between the first answer with `status` and the retry of that same request."""
-    failed = next(r for r in server.requests if r.status == status)
-    retry = next(
-        r
-        for r in server.requests
-        if r.index > failed.index and (r.path, r.params) == (failed.path, failed.params)
-    )
-    return retry.at - failed.at
 
 
 # -- first sync, no-change sync, request budgets ---------------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_web_source import USER_ID, Web, config_for, rows, write_web_config
+from factories import USER_ID, Web, config_for, rows, write_web_config
 from zotero_server import FakeLibrary, Fault, ZoteroServer, synthetic_library
 
 from zotsync.app.pull import pull
