@@ -196,3 +196,30 @@ def read_only(tmp_path: Path) -> Iterator[Path]:
         if immutable:
             subprocess.run(["chattr", "-i", str(folder)], check=True)
         folder.chmod(0o755)
+
+
+# -- a real browser (Debian's chromium, driven by Playwright) for pages as their readers see them ---------
+import os  # noqa: E402
+import shutil as _shutil  # noqa: E402
+
+CHROMIUM = _shutil.which("chromium") or _shutil.which("chromium-browser")
+# .ci/run installs chromium and sets this: there, a missing browser fails the browser tests; elsewhere
+# (a clone without it) they skip.
+BROWSER_REQUIRED = os.environ.get("ZOTSYNC_BROWSER_TESTS") == "required"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Chromium for the session (Playwright's `Browser`): `browser.new_page()` per test."""
+    if CHROMIUM is None:
+        if BROWSER_REQUIRED:
+            pytest.fail("no chromium on PATH, and ZOTSYNC_BROWSER_TESTS=required")
+        pytest.skip("no chromium on PATH (Debian: apt install chromium)")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as driver:
+        # Without the background-networking flags Chromium tries hosts this machine cannot reach.
+        flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-sync"]
+        flags += ["--disable-component-update", "--no-first-run", "--disable-quic"]
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=flags)
+        yield launched
+        launched.close()

@@ -150,7 +150,9 @@ class InZoteroDatabase:
 
 
 @pytest.fixture(params=["memory", "snapshot", "web", "local"])
-def library(request: pytest.FixtureRequest, tmp_path: Path, zotero_api, fake_time) -> Iterator[EditableLibrary]:
+def library(
+    request: pytest.FixtureRequest, tmp_path: Path, zotero_api, fake_time
+) -> Iterator[EditableLibrary]:
     objects = library_objects()
     if request.param == "memory":
         yield InMemory(tmp_path, objects)
