@@ -1,8 +1,8 @@
-"""A sync reads the catalogue file once: the bytes it fingerprints are the bytes its page is made of.
+"""A sync reads the catalogue file once: the bytes it digests are the bytes its page is made of.
 
-Before, the file was read for its fingerprint and again for the page (after the pull, when the
+Before, the file was read for its digest and again for the page (after the pull, when the
 catalogue had not changed since the last export): a catalogue saved during a long pull was rendered
-under the old file's fingerprint, and once the curator went back to the old text the next sync skipped
+under the old file's digest, and once the curator went back to the old text the next sync skipped
 and kept a page of a catalogue that no longer existed.
 """
 
@@ -70,7 +70,7 @@ def test_a_rendering_sync_opens_the_catalogue_once(
         return open_file(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", counting)
-    sync(run, project)  # the first sync: fingerprint, parse, render
+    sync(run, project)  # the first sync: digest, parse, render
     assert len(opened) == 1
     catalogue.write_text(catalogue.read_text(encoding="utf-8") + "\n# a comment\n", encoding="utf-8")
     opened.clear()

@@ -703,19 +703,19 @@ def test_an_unsupported_old_schema_says_so(data_dir: Path) -> None:
 
 def test_a_file_that_changes_while_read_is_read_again(data_dir: Path, monkeypatch) -> None:
     build(data_dir / "zotero.sqlite", SMALL)
-    real = local._fingerprint
+    real = local._file_state
     calls = {"n": 0}
 
     def changing_once(database: Path) -> tuple[object, ...]:
         calls["n"] += 1
         return (*real(database), calls["n"] <= 2 and calls["n"])  # differs across the first read
 
-    monkeypatch.setattr(local, "_fingerprint", changing_once)
+    monkeypatch.setattr(local, "_file_state", changing_once)
     monkeypatch.setattr(local.time, "sleep", lambda _: None)
     assert len(read(data_dir)) == 3
     assert calls["n"] == 4
 
-    monkeypatch.setattr(local, "_fingerprint", lambda _: object())  # never settles
+    monkeypatch.setattr(local, "_file_state", lambda _: object())  # never settles
     with pytest.raises(SourceError, match="kept changing"):
         read(data_dir)
 

@@ -18,7 +18,7 @@ from factories import config_of
 
 from zotsync.app import page as app
 from zotsync.app import sync as sync_module
-from zotsync.export import record as fingerprint
+from zotsync.export import record
 from zotsync.sources.snapshot import SnapshotSource
 from zotsync.store import Store
 
@@ -128,22 +128,22 @@ def test_a_changed_venue_table_renders_again(project, run, renders):
 
 def test_new_code_renders_again(project, run, renders, monkeypatch):
     sync(run, project)
-    monkeypatch.setattr(fingerprint, "code_digest", lambda: "another zotsync")
+    monkeypatch.setattr(record, "code_digest", lambda: "another zotsync")
     sync(run, project)
     assert len(renders) == 2
 
 
 def test_the_code_digest_covers_the_version_and_every_source_file():
-    digest = fingerprint.code_digest()
-    assert len(digest) == 64 and digest == fingerprint.code_digest()
-    fingerprint.code_digest.cache_clear()
+    digest = record.code_digest()
+    assert len(digest) == 64 and digest == record.code_digest()
+    record.code_digest.cache_clear()
     try:
-        original = fingerprint.__version__
-        fingerprint.__version__ = original + ".post1"
-        assert fingerprint.code_digest() != digest
+        original = record.__version__
+        record.__version__ = original + ".post1"
+        assert record.code_digest() != digest
     finally:
-        fingerprint.__version__ = original
-        fingerprint.code_digest.cache_clear()
+        record.__version__ = original
+        record.code_digest.cache_clear()
 
 
 @pytest.mark.parametrize("damage", ["edit", "delete", "same size"])
@@ -251,12 +251,12 @@ def test_config_digest_leaves_the_api_key_out(tmp_path):
     )
     path = tmp_path / "zotsync.yaml"
     path.write_text(body % "Aaaaaaaaaaaaaaaaaaaaaaa1", encoding="utf-8")
-    digest = fingerprint.config_digest(load_config(path))
+    digest = record.config_digest(load_config(path))
     path.write_text(body % "Bbbbbbbbbbbbbbbbbbbbbbb2", encoding="utf-8")
-    assert digest == fingerprint.config_digest(load_config(path))
+    assert digest == record.config_digest(load_config(path))
     path.write_text((body % "Bbbbbbbbbbbbbbbbbbbbbbb2").replace('"1"', '"2"'), encoding="utf-8")
-    assert digest != fingerprint.config_digest(load_config(path))
-    assert "Aaaaaaaa" not in fingerprint.ExportRecord({"config": digest}, 0).dumps()
+    assert digest != record.config_digest(load_config(path))
+    assert "Aaaaaaaa" not in record.ExportRecord({"config": digest}, 0).dumps()
 
 
 def test_changed_labels_render_again(project, run, renders):

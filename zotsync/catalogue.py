@@ -54,8 +54,8 @@ def load_catalogue(path: Path, config: Path | None = None) -> Catalogue:
 
 @dataclass(frozen=True, slots=True)
 class CatalogueFile:
-    """The catalogue's bytes, read once: a sync fingerprints them and renders the page from them, so the
-    page always shows the catalogue its fingerprint names, even when the file is saved mid-sync."""
+    """The catalogue's bytes, read once: a sync digests them and renders the page from them, so the
+    page always shows the catalogue its digest names, even when the file is saved mid-sync."""
 
     path: Path
     config: Path | None

@@ -49,15 +49,15 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     None is `--force`), a pull that would take more of the page's items away is refused before it
     commits: the store stays as it was.
 
-    A source that can fingerprint its whole library cheaply (a snapshot file's hash) is not read at all
-    when the fingerprint is the one the store last took in from it."""
+    A source that can digest its whole library cheaply (a snapshot file's SHA-256) is not read at all
+    when the digest is the one the store last took in from it."""
     state = store.sync_state
     before = state.library_version
     stored_source = state.source
     incremental = not full and stored_source == source.id
     since = before if incremental else None
-    fingerprint = getattr(source, "fingerprint", None)
-    taken = fingerprint() if fingerprint is not None else None
+    content_digest = getattr(source, "content_digest", None)
+    taken = content_digest() if content_digest is not None else None
     if taken is not None and incremental and before is not None and state.source_digest == taken:
         store.touch()
         return PullReport(before, before, ApplyResult())

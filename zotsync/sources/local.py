@@ -169,7 +169,7 @@ class LocalSource:
 
     def _read(self, database: Path) -> Changes:
         for attempt in range(_READ_ATTEMPTS):
-            before = _fingerprint(database)
+            before = _file_state(database)
             try:
                 with _open(database) as db:
                     changes = _Reader(db, database).read(self.library_type, self.group_id)
@@ -181,11 +181,11 @@ class LocalSource:
                 continue
             except sqlite3.DatabaseError as exc:
                 # A page torn by a concurrent write can look like corruption: re-read before judging.
-                if _fingerprint(database) != before and attempt + 1 < _READ_ATTEMPTS:
+                if _file_state(database) != before and attempt + 1 < _READ_ATTEMPTS:
                     time.sleep(0.05 * (attempt + 1))
                     continue
                 raise SourceError(f"{database} is not a readable Zotero database: {_one_line(exc)}") from None
-            if _fingerprint(database) == before:
+            if _file_state(database) == before:
                 return changes
             log.debug("%s changed while it was read; reading it again", database)
             time.sleep(0.05 * (attempt + 1))
@@ -212,7 +212,7 @@ def _open(database: Path) -> Iterator[sqlite3.Connection]:
         return
     with tempfile.TemporaryDirectory(prefix="zotsync-") as folder:
         copy = Path(folder) / DATABASE
-        # The companion first; if Zotero commits or checkpoints between the two copies, the fingerprint
+        # The companion first; if Zotero commits or checkpoints between the two copies, the files' state
         # check in LocalSource._read sees it and reads again.
         shutil.copyfile(companion, _beside(copy, companion.name[len(database.name) :]))
         shutil.copyfile(database, copy)
@@ -246,7 +246,7 @@ def _is_hot(journal: Path) -> bool:
         return False
 
 
-def _fingerprint(database: Path) -> tuple[object, ...]:
+def _file_state(database: Path) -> tuple[object, ...]:
     """What changes whenever Zotero writes: the file's size and mtime and its header's change counter
     (bytes 24–27, bumped by every rollback-journal commit); the size and mtime of its -wal and -journal."""
     with open_input(database, "the Zotero database", SourceError) as handle:

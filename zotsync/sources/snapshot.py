@@ -36,7 +36,7 @@ class SnapshotSource:
     def id(self) -> str:
         return f"snapshot:{self.path}"
 
-    def fingerprint(self) -> str | None:
+    def content_digest(self) -> str | None:
         """The file's SHA-256, taken before any parsing: the same bytes are the same library. None when
         unreadable (`changes` then reports why)."""
         return file_digest(self.path)
