@@ -69,7 +69,7 @@ class StatusReport:
 
 def status(config: Config) -> StatusReport:
     # The report walks the whole page and library again: keep the collector paused for it too (resumed
-    # earlier, it scanned the million objects still alive, ~1.4 s at 100k items).
+    # earlier, it would scan the objects of the whole page, still alive, again and again).
     with bulk_phase():
         return _status_report(config)
 

@@ -50,7 +50,7 @@ _LOOK_CLOSER = _TRIGGERS | frozenset(_BLANKS)  # the first characters of a cell 
 # no bare CR (which CSV writers do not quote).
 _NEEDS_CLEANING = re.compile(f"[\r{DATA_CONTROLS}]")  # what strip_controls drops, and CR
 # The paths a `collections` cell lists at most: an item filed in 10,000 collections is 10,000 rows, and
-# each row listing every path made the file quadratic in the library (2.4 GB from a 2 MB snapshot).
+# each row listing every path would make the file quadratic in the library (CHANGELOG: 2.4 GB once).
 MAX_COLLECTIONS = 20
 MORE = "…"
 
@@ -84,7 +84,7 @@ def _record(row: Placement) -> list[str]:
         values = [one_line_ending(strip_controls(value)) for value in values]
     # A spreadsheet would run `=cmd|…` as a formula; a leading `'` makes it text. The guard looks at the
     # text as it is written, after the cleaning above: a NUL or a bidi override dropped there must not
-    # uncover a formula behind the guard's back. Inline, not a call per cell (1.4M at 100k rows): only a
+    # uncover a formula behind the guard's back. Inline, not a call per cell (there are millions): only a
     # cell that starts with a trigger or a blank is looked at closer.
     return ["'" + value if value[:1] in _LOOK_CLOSER and is_formula(value) else value for value in values]
 
@@ -112,7 +112,7 @@ def _outputs(given: ExportInput) -> Iterator[Output]:
 
 
 # A CSV has no links column, and its `note` is the curator's Note link, never one of Zotero's: its rows
-# need none of Zotero's links (0.3 s at 100k items).
+# need none of Zotero's links, and the attachments they are made from stay unread.
 EXPORTER = Exporter(
     name="csv",
     summary="the same rows as data: one CSV row per placement, the contract's columns",

@@ -37,7 +37,7 @@ def render_markdown(
         rendered = "\n".join(table_row(row, labels, words) for row in group)
         parts.append(f"## {inline(category)}\n\n{header}\n{rendered}")
     # The final newline joins the last part, not the whole page: `join(…) + "\n"` copied it once more
-    # while the parts were still alive (46 MB each at 100k items).
+    # while the parts were still alive (a large page's size each time).
     parts[-1] += "\n"
     return "\n\n".join(parts)
 

@@ -99,7 +99,7 @@ def inline(text: str) -> str:
 
 def cell(text: str) -> str:
     """`text` as a table cell's text: `inline`, and a `|` escaped so the cell stays one cell."""
-    # inline's body again, with the other pattern: a page calls this 400k times at 100k rows
+    # inline's body again, with the other pattern: a page calls this for each of its cells
     if _FLATTEN.search(text) or "  " in text or text[:1] == " " or text[-1:] == " ":
         text = flatten(text)
     text = _MARKUP_CELL.sub(_replace, text)

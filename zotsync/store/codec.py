@@ -232,7 +232,7 @@ def page_items(
         with_facts = facts is not None and stored_facts is not None
         if facts is not None and stored_facts is not None:
             values = from_json(stored_facts)
-            # Equal strings share one object (30 MB less at 100k items): years and venues repeat across
+            # Equal strings share one object (much less memory at scale): years and venues repeat across
             # items, the DOI and URL are usually the fields' own, the normalised DOI usually the DOI.
             title_key, year, venue_source, authors, doi, url, read, doi_key = values
             if doi and (same := item_fields.get("DOI")) == doi:

@@ -22,8 +22,8 @@ from .schema import BUMP_GENERATION, MIGRATIONS, apply_migration, now, refresh_f
 from .state import SyncState, read_state, write_state
 
 # Pages of a new store. An `items` row is ~0.7 KiB, more with an abstract, so 8 KiB pages (SQLite's
-# default is 4) hold more rows each and overflow less: a first pull of 28k items wrote its rows with
-# ~15 % less CPU (0.22 s vs 0.26 s, the commit included). A store made before keeps its 4 KiB pages.
+# default is 4) hold more rows each and overflow less, and a first pull writes its rows with less CPU
+# (docs/development.md, "The store"). A store made before keeps its 4 KiB pages.
 _PAGE_SIZE = 8192
 
 

@@ -43,7 +43,7 @@ class ApplyResult:
 
 # SQLite's page cache while a pull writes, in KiB (the default is 2,000). `item_page` and the key indexes
 # are keyed by the item key, which a pull brings in no order: with 2 MB, each batch spilled pages and read
-# them back (a 28k first pull wrote 270,000 pages; 64,000 with 32 MB). The connection's own size comes
+# them back (docs/development.md, "The store", has the figures). The connection's own size comes
 # back when the pull ends, so a sync's export after it does not keep the memory.
 _LANDING_CACHE_KIB = 32 * 1024
 
