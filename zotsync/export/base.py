@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..formats import Exporter, Output
@@ -39,10 +39,6 @@ class LinkPlan:
         folder = posixpath.dirname(source) or "."
         relative = posixpath.relpath(target, folder) if target else ""
         return relative + (f"#{anchor}" if anchor else "")
-
-
-def plan_for(formats: Iterable[str], exporters: Mapping[str, Exporter]) -> LinkPlan:
-    return LinkPlan(pages={name: exporters[name].page for name in formats})
 
 
 @dataclass(frozen=True, slots=True)
