@@ -88,8 +88,18 @@ def _group(rows: Iterable[Row]) -> dict[str, _Entry]:
     return entries
 
 
-def diff(previous: Sequence[Row], current: Sequence[Row]) -> Digest | None:
-    """What changed between two syncs' pages; None when nothing did (a reorder alone is no change)."""
+@dataclass(frozen=True, slots=True)
+class _Comparison:
+    """Two syncs' pages, entry by entry: who is new, who left, and who is on both (old, new)."""
+
+    before: dict[str, _Entry]
+    after: dict[str, _Entry]
+    added: list[str]
+    removed: list[str]
+    pairs: list[tuple[str, str]]  # in the new page's order
+
+
+def _compare(previous: Sequence[Row], current: Sequence[Row]) -> _Comparison:
     before, after = _group(previous), _group(current)
     pairs = [(i, i) for i in after if i in before]
     gone = [i for i in before if i not in after]
@@ -111,21 +121,78 @@ def diff(previous: Sequence[Row], current: Sequence[Row]) -> Digest | None:
     added = [i for i in new if not after[i].aliases & before_aliases]
     order = {identity: n for n, identity in enumerate(after)}
     pairs.sort(key=lambda pair: order[pair[1]])
+    return _Comparison(before, after, added, removed, pairs)
 
+
+def diff(previous: Sequence[Row], current: Sequence[Row]) -> Digest | None:
+    """What changed between two syncs' pages; None when nothing did (a reorder alone is no change)."""
+    c = _compare(previous, current)
+    before, after = c.before, c.after
     digest = Digest(
-        added=tuple(after[i].title for i in added),
-        removed=tuple(before[i].title for i in removed),
+        added=tuple(after[i].title for i in c.added),
+        removed=tuple(before[i].title for i in c.removed),
         recategorised=tuple(
             (after[n].title, before[o].categories, after[n].categories)
-            for o, n in pairs
+            for o, n in c.pairs
             if set(before[o].categories) != set(after[n].categories)
         ),
-        newly_read=tuple(after[n].title for o, n in pairs if after[n].read and not before[o].read),
+        newly_read=tuple(after[n].title for o, n in c.pairs if after[n].read and not before[o].read),
         retitled=tuple(
-            (before[o].title, after[n].title) for o, n in pairs if before[o].title != after[n].title
+            (before[o].title, after[n].title) for o, n in c.pairs if before[o].title != after[n].title
         ),
     )
     return digest or None
+
+
+# -- the feed: the same facts, one entry per paper added or newly read ------------------------------------
+
+FEED_SIZE = 50  # the entries feed.xml keeps (newest first); CHANGES.md keeps the whole history
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    """One paper added to the page, or newly read, as the feed reports it (and the store keeps it)."""
+
+    kind: str  # "added" or "read"
+    identity: str  # as Row.identity
+    when: str  # UTC, ISO 8601: `2026-12-02T09:30:00Z`
+    title: str
+    venue: str
+    year: str
+    why: str
+    categories: tuple[str, ...]
+    url: str  # the paper's link (its URL, else its DOI's), "" when none
+    zotero_key: str
+
+
+def news(previous: Sequence[Row], placements: Sequence[Placement], when: datetime) -> tuple[News, ...]:
+    """The papers this sync added to the page or saw read for the first time, in page order (added
+    first): the Added and Newly read groups of the digest, with what a reader of the feed wants to know."""
+    current = rows_of(placements)
+    c = _compare(previous, current)
+    first: dict[str, Placement] = {}
+    for row, placement in zip(current, placements, strict=True):
+        first.setdefault(row.identity, placement)
+    stamp = _utc(when).strftime("%Y-%m-%dT%H:%M:%SZ")
+    read = [n for o, n in c.pairs if c.after[n].read and not c.before[o].read]
+    return tuple(
+        _news(kind, identity, stamp, first[identity], c.after[identity].categories)
+        for kind, identities in (("added", c.added), ("read", read))
+        for identity in identities
+    )
+
+
+def _news(kind: str, identity: str, when: str, row: Placement, categories: tuple[str, ...]) -> News:
+    doi = normalize.doi_name(row.doi)
+    url = row.url.strip() or (f"https://doi.org/{doi}" if doi else "")
+    return News(
+        kind, identity, when, row.title, row.venue, row.year, row.why, categories, url, row.zotero_key
+    )
+
+
+def feed_after(fresh: Sequence[News], kept: Sequence[News]) -> tuple[News, ...]:
+    """The feed's entries after a sync: this sync's news first, then the ones kept, at most FEED_SIZE."""
+    return (*fresh, *kept)[:FEED_SIZE]
 
 
 def _unique_by_alias(identities: Iterable[str], entries: dict[str, _Entry]) -> dict[str, str]:
@@ -139,7 +206,7 @@ def _unique_by_alias(identities: Iterable[str], entries: dict[str, _Entry]) -> d
 def render(digest: Digest, when: datetime) -> str:
     """One section: `## YYYY-MM-DD HH:MM UTC`, then a `###` list per non-empty group. Each item is text
     (titles and category names render as written, like on the page)."""
-    when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+    when = _utc(when)
     show: dict[str, tuple[str, ...]] = {
         "Added": digest.added,
         "Removed": digest.removed,
@@ -163,6 +230,10 @@ def prepend(section: str, existing: str) -> str:
 
 def _categories(names: Sequence[str]) -> str:
     return ", ".join(names) or "—"
+
+
+def _utc(when: datetime) -> datetime:
+    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def utc_now() -> datetime:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 BUILT_IN: dict[str, str] = {
     "md": "zotsync.export.markdown",
     "csv": "zotsync.export.csv",
+    "html": "zotsync.export.html",
+    "bib": "zotsync.export.bibtex",
+    "atom": "zotsync.export.atom",
 }
 DEFAULT = ("md", "csv")  # `exports.formats` when the config names none
 

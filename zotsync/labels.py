@@ -44,10 +44,30 @@ class Labels:
     link_pdf: str  # a second PDF is `<link_pdf>2`, and so on
     link_zotero: str
     link_archive: str
+    # The HTML page's own words (catalog.html): its language tag, the filters, the line of counts.
+    html_lang: str  # the page's language, as HTML's `lang` names it
+    filters: str  # the name of the filter form
+    search: str
+    filter_all: str  # the choice that filters nothing
+    category: str
+    year: str
+    year_from: str
+    year_to: str
+    status_read: str  # the status filter's choices
+    status_unread: str
+    clear: str
+    shown: str  # {shown}, {entries}, {read} and {unread}: the counts of what the filters show
+    no_match: str  # when the filters leave no entry
+    # The feed's words (feed.xml): what an entry reports.
+    feed_added: str
+    feed_read: str
 
 
 # The templates and the placeholders each may use; other labels are written as they are.
-PLACEHOLDERS: dict[str, frozenset[str]] = {"summary": frozenset({"entries", "read", "unread"})}
+PLACEHOLDERS: dict[str, frozenset[str]] = {
+    "summary": frozenset({"entries", "read", "unread"}),
+    "shown": frozenset({"shown", "entries", "read", "unread"}),
+}
 
 _SHARED = dict(status="Status", paper="Paper", venue="Venue", why="Why It Matters", links="Links")
 _MARKS = dict(read="✅", unread="⬜", noted="📝", link_paper="Paper", link_pdf="PDF", link_zotero="Zotero")
@@ -60,6 +80,21 @@ BUILT_IN: dict[str, Labels] = {
         tags="Tags: ",
         no_title="(untitled)",
         link_archive="Archive",
+        html_lang="en",
+        filters="Filters",
+        search="Search",
+        filter_all="All",
+        category="Category",
+        year="Year",
+        year_from="from",
+        year_to="to",
+        status_read="Read",
+        status_unread="To read",
+        clear="Clear",
+        shown="{shown} of {entries} shown; {read} read, {unread} to read.",
+        no_match="No entry matches these filters.",
+        feed_added="Added",
+        feed_read="Read",
         **_SHARED,
         **_MARKS,
     ),
@@ -71,6 +106,21 @@ BUILT_IN: dict[str, Labels] = {
         tags="标签：",
         no_title="（无标题）",
         link_archive="归档标签",
+        html_lang="zh",
+        filters="筛选",
+        search="搜索",
+        filter_all="全部",
+        category="分类",
+        year="年份",
+        year_from="从",
+        year_to="至",
+        status_read="已读",
+        status_unread="待读",
+        clear="清除",
+        shown="显示 {shown} / {entries} 个条目；已读 {read}，待读 {unread}。",
+        no_match="没有符合筛选条件的条目。",
+        feed_added="新增",
+        feed_read="已读",
         **_SHARED,
         **_MARKS,
     ),

@@ -17,6 +17,7 @@ from ..model import Catalogue, Library
 from ..reconcile import Options, Reconciliation, reconcile
 from ..reconcile.venue import load_venue_table
 from ..store import Store
+from .changes import feed_of
 from .stores import open_store
 
 
@@ -69,7 +70,8 @@ def render(config: Config, fmt: str) -> str:
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
         merged = merge_for(config, catalogue, store, [fmt])
-        return page_text(formats.get(fmt), ExportInput(merged.page, merged.library, plan(config)))
+        given = ExportInput(merged.page, merged.library, plan(config), feed_of(store))
+        return page_text(formats.get(fmt), given)
 
 
 def plan(config: Config) -> LinkPlan:

@@ -15,7 +15,7 @@ from ..export.writer import write_exports
 from ..gcpause import bulk_phase
 from ..sources import open_source
 from ..store import exclusive_lock
-from .changes import record_changes
+from .changes import page_changes, record_changes
 from .page import default_output, merge_for, plan
 from .pull import PullReport, pull, valve
 from .stores import open_store
@@ -89,7 +89,8 @@ def run_sync(
         store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
             merged = merge_for(config, catalogue or catalogue_file.load(), store, names)
-            given = ExportInput(merged.page, merged.library, plan(config))
+            changes = page_changes(store, merged.page, clock)
+            given = ExportInput(merged.page, merged.library, plan(config), changes.feed)
             made = [list(formats.get(name).render(given)) for name in names]
             result = write_exports(
                 config.exports.dir,
@@ -97,7 +98,7 @@ def run_sync(
                 [output for outputs in made for output in outputs[1:]],
                 files,
             )
-            written = result.written + record_changes(config, store, merged.page, clock)
+            written = result.written + record_changes(config, store, changes)
         record = ExportRecord(inputs, store.generation)
         store.record_export(record.dumps(), result.records)
     return SyncResult(report, tuple(written), source.requests, processed)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..formats import Exporter, Output
 from ..labels import Labels, labels_for
 from ..model import Library, Placement
+
+if TYPE_CHECKING:
+    from ..digest import News
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +47,13 @@ class LinkPlan:
 
 @dataclass(frozen=True, slots=True)
 class ExportInput:
-    """An exporter's input: the page rows, the library (with what the exporter `needs`), the plan."""
+    """An exporter's input: the page rows, the library (with what the exporter `needs`), the plan, and
+    the feed's entries (what recent syncs added to the page or saw read, newest first)."""
 
     page: Page
     library: Library = field(default_factory=Library)
     plan: LinkPlan = field(default_factory=LinkPlan)
+    feed: Sequence[News] = ()
 
 
 def page_text(exporter: Exporter, given: ExportInput) -> str:

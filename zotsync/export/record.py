@@ -29,10 +29,11 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 
 @cache
 def code_digest() -> str:
-    """zotsync's version and source (a changed renderer must re-render even at the same version)."""
+    """zotsync's version and source, the HTML page's style and script included (a changed renderer must
+    re-render even at the same version)."""
     digest = hashlib.sha256(f"{__version__} {sys.version_info[:3]}".encode())
     for path in sorted(_PACKAGE.rglob("*")):
-        if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
+        if path.suffix in (".py", ".yaml", ".js", ".css") and "__pycache__" not in path.parts:
             digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 

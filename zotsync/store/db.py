@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import tempfile
@@ -25,6 +26,8 @@ from .state import SyncState, read_state, write_state
 # default is 4) hold more rows each and overflow less, and a first pull writes its rows with less CPU
 # (docs/development.md, "The store"). A store made before keeps its 4 KiB pages.
 _PAGE_SIZE = 8192
+# A feed entry as the store keeps it: kind, identity, at, title, venue, year, why, categories, url, key.
+FeedRecord = tuple[str, str, str, str, str, str, str, tuple[str, ...], str, str]
 
 
 def _create(path: Path) -> None:
@@ -339,7 +342,11 @@ class Store:
         ]
 
     @store_errors
-    def replace_catalogue_rows(self, rows: Iterable[tuple[str, str, str, str, str]]) -> None:
+    def replace_catalogue_rows(
+        self, rows: Iterable[tuple[str, str, str, str, str]], feed: Iterable[FeedRecord] | None = None
+    ) -> None:
+        """Remember the page's rows and, when given, the feed's entries, in one transaction: a run that
+        stops between the two can neither report a change twice nor lose one."""
         with self._transaction() as db:
             db.execute("DELETE FROM catalogue_rows")
             db.executemany(
@@ -347,6 +354,27 @@ class Store:
                 ((n, *row) for n, row in enumerate(rows)),
             )
             write_state(db, {"catalogue_rows_at": now()})
+            if feed is not None:
+                db.execute("DELETE FROM feed_entries")
+                db.executemany(
+                    "INSERT INTO feed_entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        (n, *entry[:7], json.dumps(list(entry[7]), ensure_ascii=False), *entry[8:])
+                        for n, entry in enumerate(feed)
+                    ),
+                )
+
+    @store_errors
+    def feed_entries(self) -> list[FeedRecord]:
+        """The feed's entries, newest first: (kind, identity, at, title, venue, year, why, categories,
+        url, zotero_key)."""
+        return [
+            (*row[:7], tuple(json.loads(row[7])), *row[8:])
+            for row in self._db.execute(
+                "SELECT kind, identity, at, title, venue, year, why, categories, url, zotero_key"
+                " FROM feed_entries ORDER BY position"
+            )
+        ]
 
     # -- reading --------------------------------------------------------------------------------
     @store_errors

@@ -295,6 +295,30 @@ def derived_results(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def feed_entries(db: sqlite3.Connection) -> None:
+    """11: the entries of the Atom feed (feed.xml): the papers recent syncs added to the page or saw
+    read, newest first, at most digest.FEED_SIZE; replaced with the last page's rows, in one transaction."""
+    run_sql(
+        db,
+        """
+        CREATE TABLE feed_entries (
+            position INTEGER PRIMARY KEY,   -- 0 is the newest
+            kind TEXT NOT NULL,             -- added | read
+            identity TEXT NOT NULL,         -- as catalogue_rows.identity
+            at TEXT NOT NULL,               -- UTC, ISO 8601: when the sync saw it
+            title TEXT NOT NULL,
+            venue TEXT NOT NULL,
+            year TEXT NOT NULL,
+            why TEXT NOT NULL,
+            categories TEXT NOT NULL,       -- JSON: a list of category names
+            url TEXT NOT NULL,
+            zotero_key TEXT NOT NULL
+        );
+        """,
+    )
+
+
 # Every table a migration makes: a store without the mark (application_id 0, from a zotsync before it) is
 # ours only if it has the migrations table and none but these (`identity.identify`). A new migration's
 # table joins here (tests/test_store.py checks that a new store has no other).
@@ -310,6 +334,7 @@ TABLES = frozenset(
         "item_page",
         "export_files",
         "derived",
+        "feed_entries",
     }
 )
 

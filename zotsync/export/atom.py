@@ -1,0 +1,98 @@
+"""feed.xml: an Atom feed of what recent syncs changed on the page, for readers who follow the list in a
+feed reader.
+
+One entry per paper added to the page or newly read — the Added and Newly read groups of CHANGES.md —
+with its venue, year, why and categories; the store keeps the latest `digest.FEED_SIZE` of them (table
+`feed_entries`), CHANGES.md the whole history. feedgen writes the XML. Every id is derived from what it
+names (the list's library, an entry's kind, paper and time), and the feed's `updated` is its newest
+entry's: a sync that changes nothing writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from feedgen.feed import FeedGenerator
+
+from ..formats import Exporter, Output
+from ..labels import Labels
+from ..model import Library
+from ..text import flatten
+from .base import ExportInput, LinkPlan, Page
+
+if TYPE_CHECKING:
+    from ..digest import News
+
+PAGE = "feed.xml"
+EMPTY_FEED_UPDATED = datetime(1970, 1, 1, tzinfo=UTC)  # a feed with no entry yet has no date of its own
+_NOT_XML = re.compile("[\ufffe\uffff]")  # non-characters XML may not hold (controls: `flatten` drops them)
+
+
+def _text(value: str) -> str:
+    return _NOT_XML.sub("", flatten(value))
+
+
+def feed_id(page: Page, library: Library) -> uuid.UUID:
+    """The feed's id: the Zotero library's, else the page title's (a UUID derived from either)."""
+    name = f"{library.library_type}:{library.library_id}" if library.library_id else f"title:{page.title}"
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"zotsync:feed:{name}")
+
+
+def render_atom(page: Page, library: Library, feed: Sequence[News], plan: LinkPlan) -> str:
+    labels = page.labels
+    base = feed_id(page, library)
+    generator = FeedGenerator()
+    generator.id(base.urn)
+    title = _text(page.title) or _text(labels.title)
+    generator.title(title)
+    generator.author({"name": title})
+    if description := _text(page.description):
+        generator.subtitle(description)
+    generator.language(_text(labels.html_lang) or "en")
+    generator.generator("zotsync")
+    shown = next((plan.pages[name] for name in ("html", "md") if name in plan.pages), "")
+    if shown:  # relative to the feed's own address, as Atom resolves it
+        generator.link(href=LinkPlan.href(PAGE, shown), rel="alternate")
+    generator.updated(_when(feed[0].when) if feed else EMPTY_FEED_UPDATED)
+    for news in feed:
+        _entry(generator, base, news, labels)
+    return generator.atom_str(pretty=True).decode("utf-8")
+
+
+def _entry(generator: FeedGenerator, base: uuid.UUID, news: News, labels: Labels) -> None:
+    entry = generator.add_entry(order="append")
+    entry.id(uuid.uuid5(base, f"{news.kind}\n{news.identity}\n{news.when}").urn)
+    kind = labels.feed_added if news.kind == "added" else labels.feed_read
+    entry.title(_text(f"{kind}: {news.title or labels.no_title}"))
+    entry.updated(_when(news.when))
+    venue = news.venue or labels.no_venue
+    parts = [venue + (f" · {news.year}" if news.year and news.year not in venue else ""), news.why]
+    parts.append(", ".join(news.categories))
+    entry.content(" — ".join(shown for part in parts if (shown := _text(part))), type="text")
+    for category in news.categories:
+        if term := _text(category):
+            entry.category(term=term)
+    url = flatten(news.url).strip()
+    if url.lower().startswith(("https://", "http://")):  # a feed reader opens it: the web only
+        entry.link(href=_NOT_XML.sub("", url), rel="alternate")
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def _outputs(given: ExportInput) -> Iterator[Output]:
+    yield Output(PurePosixPath(PAGE), render_atom(given.page, given.library, given.feed, given.plan))
+
+
+EXPORTER = Exporter(
+    name="atom",
+    summary="an Atom feed of the papers recent syncs added to the page or saw read",
+    page=PAGE,
+    render=_outputs,
+)
