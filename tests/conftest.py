@@ -223,3 +223,41 @@ def browser():
         launched = driver.chromium.launch(executable_path=CHROMIUM, args=flags)
         yield launched
         launched.close()
+
+
+# -- the checkers of what zotsync publishes: biber (Debian's), the Nu HTML Checker and axe-core (npm) ------
+# .ci/run installs them (apt, and `npm ci` in tests/tools) and sets ZOTSYNC_CHECKERS=required: there a
+# missing checker fails its tests; elsewhere they skip.
+CHECKERS_REQUIRED = os.environ.get("ZOTSYNC_CHECKERS") == "required"
+TOOLS = ROOT / "tests" / "tools" / "node_modules"
+
+
+def _checker(path: Path | None, what: str) -> Path:
+    if path is None or not path.exists():
+        if CHECKERS_REQUIRED:
+            pytest.fail(f"{what} is missing, and ZOTSYNC_CHECKERS=required")
+        pytest.skip(f"{what} is missing (.ci/run installs it)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def biber() -> Path:
+    """biber, which reads a .bib file as biblatex users' documents do (`biber --tool`)."""
+    found = _shutil.which("biber")
+    return _checker(Path(found) if found else None, "biber (Debian: apt install biber)")
+
+
+@pytest.fixture(scope="session")
+def vnu() -> list[str]:
+    """The Nu HTML Checker (vnu.jar, from npm's vnu-jar), as a command to run."""
+    java = _shutil.which("java")
+    _checker(Path(java) if java else None, "java")
+    jar = _checker(TOOLS / "vnu-jar" / "build" / "dist" / "vnu.jar", "vnu.jar (npm ci in tests/tools)")
+    return [str(java), "-jar", str(jar)]
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe-core's rules, to run in the page (npm's axe-core)."""
+    path = _checker(TOOLS / "axe-core" / "axe.min.js", "axe-core (npm ci in tests/tools)")
+    return path.read_text(encoding="utf-8")

@@ -30,6 +30,7 @@ from bibtexparser.latexenc import unicode_to_latex_map
 from .. import normalize
 from ..formats import Exporter, Needs, Output
 from ..model import Creator, Item, Placement
+from ..reconcile.match import venue_year
 from ..text import flatten
 from .base import ExportInput
 
@@ -258,7 +259,7 @@ def assign_keys(found: Sequence[Paper]) -> list[str]:
     generated = [not key for key in wanted]
     for n, paper in enumerate(found):
         if generated[n]:
-            wanted[n] = generated_key(_first_author(paper), paper.row.year, paper.row.title)
+            wanted[n] = generated_key(_first_author(paper), _year(paper), paper.row.title)
     taken: set[str] = set()
     keys = [""] * len(found)
     for n in sorted(range(len(found)), key=lambda n: (generated[n], found[n].seniority)):
@@ -268,6 +269,11 @@ def assign_keys(found: Sequence[Paper]) -> list[str]:
         keys[n] = key
         taken.add(key)
     return keys
+
+
+def _year(paper: Paper) -> str:
+    """The row's year; for a curated entry without an item, the one its venue names (`OSDI'20`)."""
+    return paper.row.year or (venue_year(paper.row.venue) if paper.item is None else "")
 
 
 def _first_author(paper: Paper) -> str:
@@ -300,8 +306,8 @@ def entry(paper: Paper) -> dict[str, str]:
     venue = next((v for s in sources if item is not None and (v := item.get(s).strip())), "") or row.venue
     if venue.strip():
         fields[venue_field] = latex(venue)
-    if row.year:
-        fields["year"] = latex(row.year)
+    if year := _year(paper):
+        fields["year"] = latex(year)
     doi = normalize.doi_name(row.doi)
     if doi:
         fields["doi"] = verbatim(doi)

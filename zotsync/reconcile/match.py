@@ -134,11 +134,14 @@ class _Claim:
 
 def entry_year(entry: CatalogueEntry) -> str:
     """The curator's year: `year:` if given, else the one a venue like OSDI'20 or arXiv 2025 names."""
-    if entry.year:
-        return entry.year
-    if m := re.search(r"(?<!\d)((?:19|20)\d\d)(?!\d)", entry.venue):
+    return entry.year or venue_year(entry.venue)
+
+
+def venue_year(venue: str) -> str:
+    """The year a venue names: `arXiv 2025`, `OSDI'20` (20xx); "" when it names none."""
+    if m := re.search(r"(?<!\d)((?:19|20)\d\d)(?!\d)", venue):
         return m.group(1)
-    if m := re.search(r"['’](\d\d)(?!\d)", entry.venue):
+    if m := re.search(r"['’](\d\d)(?!\d)", venue):
         return "20" + m.group(1)
     return ""
 

@@ -1,0 +1,278 @@
+"""catalog.bib: one entry per paper, types and fields from Zotero, keys as Better BibTeX gives them or
+generated and unique, text that BibTeX, biber and bibtexparser all read as the data it is."""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+from pathlib import Path
+
+import bibtexparser
+from bibtexparser.bparser import BibTexParser
+from conftest import write_config
+from factories import api_item, config_of, write_json
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from zotsync.export import Page, render_page
+from zotsync.model import Item, Library
+from zotsync.text import flatten
+
+# What LaTeX makes of the commands a value may hold for ASCII text: the test's own reading of LaTeX.
+_LATEX_ASCII = {
+    r"\textbackslash{}": "\\",
+    r"\textbraceleft{}": "{",
+    r"\textbraceright{}": "}",
+    r"\textless{}": "<",
+    r"\textgreater{}": ">",
+    r"\textbar{}": "|",
+    r"\^{}": "^",
+    r"\~{}": "~",
+    r"\$": "$",
+    r"\&": "&",
+    r"\%": "%",
+    r"\#": "#",
+    r"\_": "_",
+}
+_COMMAND = re.compile("|".join(re.escape(c) for c in sorted(_LATEX_ASCII, key=len, reverse=True)))
+
+
+def as_text(value: str) -> str:
+    """A BibTeX value as the text it typesets (ASCII commands decoded, grouping braces dropped)."""
+    parts = _COMMAND.split(value)
+    commands = _COMMAND.findall(value)
+    out = parts[0].replace("{", "").replace("}", "")
+    for command, part in zip(commands, parts[1:], strict=True):
+        out += _LATEX_ASCII[command] + part.replace("{", "").replace("}", "")
+    return out
+
+
+def parse(text: str) -> bibtexparser.bibdatabase.BibDatabase:
+    parser = BibTexParser(common_strings=False, ignore_nonstandard_types=False)
+    parser.homogenise_fields = False
+    return bibtexparser.loads(text, parser=parser)
+
+
+def project_with(folder: Path, objects: list[dict], catalogue: str = "categories: []\n") -> Path:
+    write_json(folder / "library.json", objects)
+    (folder / "catalog.yaml").write_text(catalogue, encoding="utf-8")
+    return write_config(
+        folder,
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        "exports:\n  dir: out\n  formats: [md, bib]\n",
+    )
+
+
+def synced_bib(run, config: Path) -> dict[str, dict[str, str]]:
+    assert run("-q", "--config", str(config), "sync").code == 0
+    text = (config.parent / "out" / "catalog.bib").read_text(encoding="utf-8")
+    return {entry["ID"]: entry for entry in parse(text).entries}
+
+
+def test_the_demo_has_one_entry_per_paper_with_unique_keys(project: Path, run) -> None:
+    assert run("-q", "--config", config_of(project), "sync").code == 0
+    bib = run("--config", config_of(project), "export", "--format", "bib", "--output", "-")
+    assert bib.code == 0
+    entries = parse(bib.out).entries
+    with (project / "exports" / "catalog.csv").open(encoding="utf-8") as file:
+        papers = {row["zotero_key"] or row["title"] for row in csv.DictReader(file)}
+    assert len(entries) == len(papers) == 64
+    keys = [entry["ID"] for entry in entries]
+    assert len(set(keys)) == len(keys) and keys == sorted(keys)
+    assert all(re.fullmatch(r"[a-z0-9]+", key) for key in keys)  # generated: authorYearWord
+    # every entry has a title; those Zotero dates have a year
+    assert all(entry.get("title") for entry in entries)
+    by_key = {entry["ID"]: entry for entry in entries}
+    tiramisu = by_key["baghdadi2019tiramisu"]
+    assert tiramisu["ENTRYTYPE"] == "inproceedings"
+    assert tiramisu["author"].startswith("Baghdadi, Riyadh and Ray, Jessica")
+    assert tiramisu["booktitle"].startswith("2019 IEEE/ACM International Symposium on Code Generation")
+    assert tiramisu["doi"] == "10.1109/CGO.2019.8661197"
+
+
+def test_a_paper_in_two_categories_is_one_entry(tmp_path: Path, run) -> None:
+    config = project_with(
+        tmp_path,
+        [api_item("TWCE2222", "Twice Placed", date="2024", collections=[])],
+        "categories:\n"
+        "  - name: A\n    entries: [{title: Twice Placed}]\n"
+        "  - name: B\n    entries: [{title: Twice Placed}]\n",
+    )
+    entries = synced_bib(run, config)
+    assert list(entries) == ["lovelace2024twice"]
+    assert (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8").count("Twice Placed") == 2
+
+
+def test_entry_types_and_venues_follow_the_item_type(tmp_path: Path, run) -> None:
+    conf = dict(proceedingsTitle="Proceedings of OSDI", date="2020-11-04")
+    config = project_with(
+        tmp_path,
+        [
+            api_item("CNFR2222", "Conference Paper", "conferencePaper", **conf),
+            api_item("JRNL2222", "Journal Article", publicationTitle="TOPLAS", date="2019"),
+            api_item(
+                "PRPR2222",
+                "Preprint Paper",
+                "preprint",
+                repository="arXiv",
+                archiveID="arXiv:2401.01234",
+                date="2024",
+            ),
+            api_item("THSS2222", "Thesis Work", "thesis", university="MIT", thesisType="PhD", date="2018"),
+            api_item(
+                "MSTR2222", "Master Work", "thesis", university="ETH", thesisType="Master's", date="2017"
+            ),
+            api_item("RPRT2222", "Report Work", "report", institution="NVIDIA", date="2022"),
+            api_item("BKBK2222", "Book Work", "book", date="2015"),
+            api_item("BLGG2222", "Blog Post", "blogPost", blogTitle="Some Blog", date="2021"),
+        ],
+    )
+    entries = synced_bib(run, config)
+    kinds = {
+        key: (e["ENTRYTYPE"], e.get("booktitle") or e.get("journal") or e.get("school") or "")
+        for key, e in entries.items()
+    }
+    assert kinds["lovelace2020conference"] == ("inproceedings", "Proceedings of OSDI")
+    assert kinds["lovelace2019journal"] == ("article", "TOPLAS")
+    assert kinds["lovelace2018thesis"] == ("phdthesis", "MIT")
+    assert kinds["lovelace2017master"] == ("mastersthesis", "ETH")
+    assert entries["lovelace2022report"]["ENTRYTYPE"] == "techreport"
+    assert entries["lovelace2022report"]["institution"] == "NVIDIA"
+    assert entries["lovelace2015book"]["ENTRYTYPE"] == "book"
+    assert entries["lovelace2021blog"]["ENTRYTYPE"] == "misc"
+    assert entries["lovelace2021blog"]["howpublished"] == "Some Blog"
+    preprint = entries["lovelace2024preprint"]
+    assert preprint["ENTRYTYPE"] == "misc"
+    assert (preprint["eprint"], preprint["archiveprefix"]) == ("2401.01234", "arXiv")
+    assert all(e["year"] for e in entries.values())
+
+
+def test_better_bibtex_keys_win_and_every_key_is_unique(tmp_path: Path, run) -> None:
+    """Citation Key from `extra` as it is; generated keys that collide take a, b, … by date added, so a
+    paper added later never takes an older one's key."""
+    same = dict(date="2020", creators=[{"creatorType": "author", "firstName": "Lin", "lastName": "Ma"}])
+    objects = [
+        api_item("BBTK2222", "Has A Key", extra="Citation Key: smith2020keyed\nother: x", **same),
+        api_item("BBTX2222", "Broken Key", extra="Citation Key: has space, comma", **same),
+        api_item("LDRR2222", "Rammer Compiler", **{**same, "dateAdded": "2020-01-01T00:00:00Z"}),
+        api_item("NEWR2222", "Rammer Revisited", **{**same, "dateAdded": "2023-01-01T00:00:00Z"}),
+        api_item("DUPK2222", "Also Keyed", extra="Citation Key: smith2020keyed", **same),
+    ]
+    entries = synced_bib(run, project_with(tmp_path, objects))
+    titles = {key: as_text(entry["title"]) for key, entry in entries.items()}
+    assert titles["smith2020keyed"] in {"Has A Key", "Also Keyed"}
+    assert {titles["smith2020keyed"], titles["smith2020keyeda"]} == {"Has A Key", "Also Keyed"}
+    assert titles["ma2020broken"] == "Broken Key"
+    assert titles["ma2020rammer"] == "Rammer Compiler"
+    assert titles["ma2020rammera"] == "Rammer Revisited"
+
+    # a newer paper with the same author, year and first word: the older ones keep their keys
+    objects.append(api_item("NEWS2222", "Rammer Again", **{**same, "dateAdded": "2025-01-01T00:00:00Z"}))
+    write_json(tmp_path / "library.json", objects)
+    again = synced_bib(run, tmp_path / "zotsync.yaml")
+    assert {k: as_text(e["title"]) for k, e in again.items()} == {**titles, "ma2020rammerb": "Rammer Again"}
+
+
+def test_a_curated_entry_without_an_item_gets_a_key_from_its_own_fields(tmp_path: Path, run) -> None:
+    config = project_with(
+        tmp_path,
+        [],
+        "categories:\n  - name: Mine\n    entries:\n"
+        "      - {title: 'The Unmatched Paper', venue: OSDI'20, year: '2020', url: 'https://example.org/p'}\n",
+    )
+    entries = synced_bib(run, config)
+    assert list(entries) == ["2020unmatched"]
+    entry = entries["2020unmatched"]
+    assert (
+        entry["ENTRYTYPE"] == "misc" and entry["year"] == "2020" and entry["url"] == "https://example.org/p"
+    )
+    assert entry["howpublished"] == "OSDI'20"
+
+
+HOSTILE = [
+    "Gómez & Ñandú: 100% {braces} } unbalanced { $x$ #1 a_b ^~ <> | \\ back",
+    "Łukasz Dvořák ß ø — “quoted” 中文 😀 Ελληνικά",
+    "@misc{evil, title={x}} \\input{/etc/passwd} %comment",
+    "Line\nbreak\tand\x1b[31m escape\u202e",
+    "GPU TensorIR A100 and, or",
+]
+
+
+def hostile_library() -> tuple[Page, Library]:
+    items, rows = [], []
+    from factories import placement
+
+    for n, title in enumerate(HOSTILE):
+        key = f"HSTL{n + 2}{n + 2}{n + 2}{n + 2}"
+        creators = [
+            {"creatorType": "author", "firstName": "Émile {x}", "lastName": f"Zoë-{n} and Co, Jr"},
+            {"creatorType": "author", "name": "Research & Development {Group}"},
+        ]
+        items.append(
+            Item.from_api(api_item(key, title, creators=creators, date="2020", DOI="10.1000/a_b{c}%"))
+        )
+        rows.append(placement(title=title, zotero_key=key, year="2020", doi="10.1000/a_b{c}%"))
+    return Page("t", "", rows), Library(tuple(items))
+
+
+def test_biber_reads_every_entry_as_the_data_it_is(tmp_path: Path, biber: Path) -> None:
+    page, library = hostile_library()
+    bib = tmp_path / "catalog.bib"
+    bib.write_text(render_page("bib", page, library), encoding="utf-8")
+    done = subprocess.run(
+        [str(biber), "--tool", "--quiet", f"--output-file={tmp_path / 'out.bib'}", str(bib)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ERROR" not in done.stdout + done.stderr and "WARN" not in done.stdout + done.stderr
+    read = {e["ID"]: e for e in parse((tmp_path / "out.bib").read_text(encoding="utf-8")).entries}
+    assert len(read) == len(HOSTILE)
+    # biber gives letters back as Unicode and keeps LaTeX's specials as commands: decode those, and
+    # every title is the data, on one line
+    got = sorted(as_text(entry["title"]) for entry in read.values())
+    assert got == sorted(flatten(title) for title in HOSTILE)
+    for entry in read.values():  # two authors, whatever their names hold
+        names = top_level_names(entry["author"])
+        assert len(names) == 2 and names[1].startswith("{Research")
+
+
+def top_level_names(value: str) -> list[str]:
+    """The names of a name list: split at ` and ` outside braces, as BibTeX splits them."""
+    names, depth, start = [], 0, 0
+    for n, char in enumerate(value):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth == 0 and value[n : n + 5].lower() == " and ":
+            names.append(value[start:n])
+            start = n + 5
+    return [*names, value[start:]]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    titles=st.lists(st.text(st.characters(codec="utf-8"), max_size=40), min_size=1, max_size=5),
+    last=st.text(st.characters(codec="utf-8"), max_size=15),
+)
+def test_bibtexparser_reads_back_every_entry_whatever_the_text(titles: list[str], last: str) -> None:
+    from factories import placement
+
+    items, rows = [], []
+    for n, title in enumerate(titles):
+        key = f"PRPT{n + 2}{n + 2}{n + 2}{n + 2}"
+        creators = [{"creatorType": "author", "firstName": "A", "lastName": last}]
+        items.append(Item.from_api(api_item(key, title, creators=creators, url=f"https://x.org/{title}")))
+        rows.append(placement(title=title, zotero_key=key, url=f"https://x.org/{title}"))
+    text = render_page("bib", Page("t", "", rows), Library(tuple(items)))
+    entries = parse(text).entries
+    assert len(entries) == len(titles)
+    assert len({e["ID"] for e in entries}) == len(titles)
+    for entry in entries:
+        assert entry["ENTRYTYPE"] == "article"
+        assert "\n" not in entry.get("title", "") and " " not in entry["url"]
+    # ASCII text typesets as written, LaTeX's specials included
+    shown = [as_text(entry.get("title", "")) for entry in entries]
+    for title in titles:
+        if title.isascii() and flatten(title):
+            assert flatten(title) in shown
