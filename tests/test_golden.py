@@ -2,6 +2,8 @@
 
 Regenerate the golden files after an intended change (then review the diff):
     zotsync sync && cp exports/catalog.md exports/catalog.csv tests/golden/
+    zotsync export --format html --output tests/golden/catalog.html
+    zotsync export --format bib --output tests/golden/catalog.bib
 """
 
 from __future__ import annotations
@@ -72,3 +74,43 @@ def test_summary_line_counts_64_entries_29_read_35_unread(synced: Path) -> None:
 @pytest.mark.parametrize("name", ["catalog.md", "catalog.csv"])
 def test_exports_match_golden_files_byte_for_byte(synced: Path, name: str) -> None:
     assert (synced / name).read_bytes() == (GOLDEN / name).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def all_five(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo with every format: `exports.formats: [md, csv, html, bib, atom]`."""
+    import shutil
+
+    from zotsync.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    folder = tmp_path_factory.mktemp("all")
+    for name in ("config", "seeds"):
+        shutil.copytree(root / name, folder / name)
+    config = folder / "config" / "zotsync.yaml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text.replace("formats: [md, csv]", "formats: [md, csv, html, bib, atom]"), encoding="utf-8"
+    )
+    assert main(["-q", "--config", str(config), "sync"]) == 0
+    return folder / "exports"
+
+
+@pytest.mark.parametrize("name", ["catalog.md", "catalog.csv", "catalog.html", "catalog.bib"])
+def test_all_five_formats_match_golden_files_byte_for_byte(all_five: Path, name: str) -> None:
+    assert (all_five / name).read_bytes() == (GOLDEN / name).read_bytes()
+
+
+def test_all_five_formats_are_byte_stable(all_five: Path, run) -> None:
+    before = {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in all_five.iterdir()}
+    assert set(before) == {"catalog.md", "catalog.csv", "catalog.html", "catalog.bib", "feed.xml"}
+    config = all_five.parent / "config" / "zotsync.yaml"
+    second = run("--config", str(config), "sync", "--exit-code")
+    assert second.code == 0  # 3 would mean an export changed
+    for fmt, name in (("html", "catalog.html"), ("bib", "catalog.bib"), ("atom", "feed.xml")):
+        assert (
+            run("--config", str(config), "export", "--format", fmt, "--output", "-").out.encode()
+            == before[name][0]
+        )
+    after = {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in all_five.iterdir()}
+    assert after == before

@@ -68,7 +68,7 @@ def _entry(generator: FeedGenerator, base: uuid.UUID, news: News, labels: Labels
     entry = generator.add_entry(order="append")
     entry.id(uuid.uuid5(base, f"{news.kind}\n{news.identity}\n{news.when}").urn)
     kind = labels.feed_added if news.kind == "added" else labels.feed_read
-    entry.title(_text(f"{kind}: {news.title or labels.no_title}"))
+    entry.title(f"{_text(kind)}: {_text(news.title) or _text(labels.no_title)}")
     entry.updated(_when(news.when))
     venue = news.venue or labels.no_venue
     parts = [venue + (f" · {news.year}" if news.year and news.year not in venue else ""), news.why]
