@@ -42,8 +42,8 @@ def test_help_of_a_command_lists_the_global_options(run) -> None:
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["export"], "zotsync: error: --format must be md or csv\n"),
-        (["export", "--format", "pdf"], "zotsync: error: --format must be md or csv\n"),
+        (["export"], "zotsync: error: --format must be md, csv, html, bib or atom\n"),
+        (["export", "--format", "pdf"], "zotsync: error: --format must be md, csv, html, bib or atom\n"),
         (["status", "--format", "xml"], "zotsync: error: --format must be text or json\n"),
         (
             ["adopt", "ABCD2345"],
