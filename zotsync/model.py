@@ -335,6 +335,18 @@ def _shown(key: object) -> str:
     return text if text.isalnum() and len(text) <= 32 else "(without a valid key)"
 
 
+def library_url_of(obj: Mapping[str, Any]) -> str:
+    """The library's web page an API object names (`library.links.alternate.href`), when it is an
+    http(s) URL; else empty."""
+    library = obj.get("library")
+    links = library.get("links") if isinstance(library, dict) else None
+    alternate = links.get("alternate") if isinstance(links, dict) else None
+    href = alternate.get("href") if isinstance(alternate, dict) else None
+    if not isinstance(href, str) or not href.startswith(("https://", "http://")) or not href.isprintable():
+        return ""
+    return href.rstrip("/")
+
+
 def category_name(name: str) -> str:
     """A category or collection name as zotsync compares and shows it: one spelling of each character
     (NFC), so a name typed where the system decomposes accents (macOS: NFD) is the same name, not a
@@ -361,6 +373,8 @@ class Library:
     version: int | None = None
     library_type: str = "user"
     library_id: str = ""
+    # the library's web page (https://www.zotero.org/<user>): an item's is `<library_url>/items/<key>`
+    library_url: str = ""
     # item key → what the page derives from that item alone (facts.py), as the store computed
     # it when it wrote the item; reconcile computes the facts of any item missing here itself.
     facts: Mapping[str, ItemFacts] = field(default_factory=dict, compare=False, repr=False)
@@ -416,6 +430,7 @@ class Changes:
     library_type: str = "user"
     library_id: str = ""
     library_name: str = ""  # a group's name, or the user's zotero.org name; "" when the source does not say
+    library_url: str = ""  # the library's web page (the API's `links.alternate`); "" when none is given
     # False when an object's content may change without its version (a hand-edited snapshot): the store
     # then compares content, not just versions, before it skips an object.
     trust_versions: bool = True
@@ -484,6 +499,7 @@ class Placement(NamedTuple):
     tags: tuple[str, ...]
     collections: tuple[str, ...]
     curated_title: str = ""  # the title the curator wrote; empty for a row that only Zotero knows
+    added: str = ""  # the day the item joined the library (YYYY-MM-DD); empty for an unmatched entry
 
     @property
     def curated(self) -> bool:

@@ -20,6 +20,7 @@ from ..model import (
     InvalidObject,
     Item,
     Library,
+    library_url_of,
     may_hold_lone_surrogates,
     without_lone_surrogates,
 )
@@ -74,6 +75,7 @@ class SnapshotSource:
             library_type=str(library.get("type", "user")),
             library_id=str(library.get("id", "")),
             library_name=str(library.get("name", "")),
+            library_url=library_url_of({"library": library}),
         )
 
 
@@ -106,6 +108,8 @@ def dumps(library: Library, library_name: str = "") -> str:
         identity["id"] = int(library.library_id) if library.library_id.isdigit() else library.library_id
     if library_name:
         identity["name"] = library_name
+    if library.library_url:
+        identity["links"] = {"alternate": {"href": library.library_url, "type": "text/html"}}
     objects = [_api_object(_collection_data(c), identity) for c in library.collections]
     objects += [_api_object(_item_data(item), identity) for item in _parents_first(library.items)]
     return json.dumps(objects, ensure_ascii=False, indent=2) + "\n"

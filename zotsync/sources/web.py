@@ -39,6 +39,7 @@ from ..model import (
     Collection,
     InvalidObject,
     Item,
+    library_url_of,
     may_hold_lone_surrogates,
     sane_version,
     without_lone_surrogates,
@@ -114,6 +115,7 @@ class WebSource:
         self.policy = RequestPolicy(limits, clock)
         self._repaired: set[str] = set()  # keys of the objects whose text held lone surrogates, this pull
         self._lock = threading.Lock()
+        self._library_url = ""  # the library's web page, as the first object fetched names it
         register(config.api_key)  # belt and braces: whatever this source logs is masked, CLI or not
         register_url(config.base_url)
         base_url = config.base_url.rstrip("/")
@@ -401,6 +403,7 @@ class WebSource:
             complete=complete,
             library_type=library.library_type if library else self.config.library_type,
             library_id=library.library_id if library else self.config.library_id,
+            library_url="" if self.local else self._library_url,  # the local API's are no web pages
             # The local API's versions stay put on local edits until Zotero syncs: compare content.
             trust_versions=not self.local,
         )
@@ -446,6 +449,8 @@ class WebSource:
         if convert is None:
             return reply
         objects, repaired = _converted(reply, convert)
+        if not self._library_url and reply.body:
+            self._library_url = library_url_of(reply.body[0])
         if repaired:
             with self._lock:
                 self._repaired.update(repaired)

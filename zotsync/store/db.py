@@ -343,17 +343,21 @@ class Store:
 
     @store_errors
     def replace_catalogue_rows(
-        self, rows: Iterable[tuple[str, str, str, str, str]], feed: Iterable[FeedRecord] | None = None
+        self,
+        rows: Iterable[tuple[str, str, str, str, str]],
+        feed: Iterable[FeedRecord] | None = None,
+        settings: str | None = None,
     ) -> None:
-        """Remember the page's rows and, when given, the feed's entries, in one transaction: a run that
-        stops between the two can neither report a change twice nor lose one."""
+        """Remember the page's rows, (JSON) the settings that made them and, when given, the feed's
+        entries, in one transaction: a run that stops between them can neither report a change twice
+        nor lose one."""
         with self._transaction() as db:
             db.execute("DELETE FROM catalogue_rows")
             db.executemany(
                 "INSERT INTO catalogue_rows VALUES (?, ?, ?, ?, ?, ?)",
                 ((n, *row) for n, row in enumerate(rows)),
             )
-            write_state(db, {"catalogue_rows_at": now()})
+            write_state(db, {"catalogue_rows_at": now(), "page_settings": settings})
             if feed is not None:
                 db.execute("DELETE FROM feed_entries")
                 db.executemany(
@@ -398,7 +402,9 @@ class Store:
         unread = "'note', 'annotation'" + (", 'attachment'" if not attachments else "")
         rows = self._db.execute(f"SELECT * FROM item_page WHERE item_type NOT IN ({unread}) ORDER BY key")
         items = tuple(page_items(rows, {c.key for c in collections}, library, facts, creators))
-        return Library(items, collections, state.library_version, *library, facts=facts or {})
+        return Library(
+            items, collections, state.library_version, *library, state.library_url, facts=facts or {}
+        )
 
     def _load(self, every_membership: bool = False) -> Library:
         state = self.sync_state
@@ -406,7 +412,7 @@ class Store:
         collections = self._collections()
         known = None if every_membership else {c.key for c in collections}
         items = tuple(items_of(self._db.execute("SELECT * FROM items ORDER BY key"), known, library))
-        return Library(items, collections, state.library_version, *library)
+        return Library(items, collections, state.library_version, *library, state.library_url)
 
     def _collections(self) -> tuple[Collection, ...]:
         return tuple(

@@ -196,6 +196,8 @@ class Landing:
                 "library_type": changes.library_type,
                 "library_id": changes.library_id,
                 "library_name": changes.library_name,
+                # a pull that fetched no object learns no URL: keep the one known
+                **({"library_url": changes.library_url} if changes.library_url else {}),
                 "source": self._source_id,
                 "last_sync_at": now(),
             },

@@ -17,6 +17,7 @@ class SyncState:
     library_type: str = "user"
     library_id: str = ""
     library_name: str = ""  # a group's name, or the user's zotero.org name; "" when the source did not say
+    library_url: str = ""  # the library's web page, when a source named it (kept until another does)
     source: str | None = None  # the id of the source the library came from (`Source.id`)
     last_sync_at: str | None = None  # when the last pull ended, UTC, ISO 8601
     content_generation: int = 0  # bumped by every pull that changed library content
@@ -24,6 +25,7 @@ class SyncState:
     facts_version: str | None = None  # which derivation computed the stored facts (facts.stored_version)
     export_record: str | None = None  # what the last complete sync exported (JSON, export/record.py)
     catalogue_rows_at: str | None = None  # when the page rows of the last sync were remembered
+    page_settings: str | None = None  # the settings those rows were made with (JSON, app/changes.py)
 
 
 # Field → its row in `sync_state`; the names rows were given before this class, kept.
