@@ -397,3 +397,376 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]  # closed again on leaving: nothing listens there
+
+
+# -- a library the size and shape of a real one, for the published page ----------------------------------
+KEY_ALPHABET = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
+REALISTIC_LIBRARY = {
+    "type": "user",
+    "id": 7654321,
+    "name": "a-researcher",
+    "links": {"alternate": {"href": "https://www.zotero.org/a-researcher", "type": "text/html"}},
+}
+# Titles from the wild that must stay text: links, HTML, attribute lists, pipes, line breaks, emoji
+# shortcodes, bidi overrides, a table-breaking newline.
+HOSTILE_TITLES = (
+    "[click me](javascript:alert(1)) and a *bold* claim",
+    '<img src=x onerror="window.__pwned=1"> Image Tricks for GPUs',
+    "<script>window.__pwned=1</script>Scripted Kernels",
+    'Evil Attributes {: onclick="window.__pwned=1" } in Markdown',
+    "Pipes | in | Titles and\nLine Breaks",
+    ":smile: Emoji :rocket: Shortcodes and ==marks==",
+    "Bidi \u202etxet desrever\u202c Overrides",
+    "Entities &lt;b&gt; &#x3C;script&#x3E; and &colon; colons",
+)
+# Proceedings titles as Zotero's translators write them: the long venues that wrap in a narrow column.
+LONG_VENUES = (
+    "Proceedings of the 28th ACM International Conference on Architectural Support for Programming "
+    "Languages and Operating Systems, Volume 3",
+    "Proceedings of the 42nd ACM SIGPLAN International Conference on Programming Language Design and "
+    "Implementation",
+    "2022 IEEE/ACM International Symposium on Code Generation and Optimization (CGO)",
+    "Proceedings of the 17th USENIX Symposium on Operating Systems Design and Implementation",
+    "ACM Transactions on Architecture and Code Optimization",
+    "IEEE Transactions on Parallel and Distributed Systems",
+    "arXiv",
+    "",
+)
+TOPIC_TAGS = (
+    "gpu",
+    "compiler",
+    "llm",
+    "megakernel",
+    "kernel fusion",
+    "scheduling",
+    "autotuning",
+    "sparse",
+    "distributed",
+    "dataflow",
+    "mlir",
+    "tvm",
+    "triton",
+    "cuda",
+    "memory",
+    "quantization",
+    "attention",
+)
+AUTOMATIC_TAGS = (
+    "Computer Science - Machine Learning",
+    "Computer Science - Programming Languages",
+    "Computer Science - Distributed, Parallel, and Cluster Computing",
+    "Computer Science - Performance",
+    "Computer Science - Hardware Architecture",
+    "Computer Science - Artificial Intelligence",
+)
+WORDS = (
+    "Tensor",
+    "Compiler",
+    "Kernel",
+    "Fusion",
+    "Scheduling",
+    "GPU",
+    "Sparse",
+    "Dataflow",
+    "Graph",
+    "Optimization",
+    "Automatic",
+    "Efficient",
+    "Scalable",
+    "Memory",
+    "Pipeline",
+    "Warp",
+    "Tile",
+    "Layout",
+    "Inference",
+    "Training",
+    "Attention",
+    "Megakernel",
+    "Runtime",
+    "Operator",
+    "Polyhedral",
+    "Search",
+    "Learning",
+    "Hardware",
+    "Accelerator",
+    "Superoptimizer",
+    "Program",
+    "Synthesis",
+    "Language",
+)
+
+
+@dataclass
+class RealisticLibrary:
+    """A snapshot (the API's objects) and a catalogue curating a dozen of its papers."""
+
+    objects: list[dict[str, Any]]
+    catalogue: str
+    papers: int
+    curated_keys: tuple[str, ...]
+    hostile_keys: tuple[str, ...]
+
+
+def realistic_library(papers: int = 1000, seed: int = 21) -> RealisticLibrary:
+    """A library like a researcher's after a few years: an Inbox and nested topic collections, a tenth of
+    the papers unfiled, workflow tags (`to-curate`, `read`, `unread`) beside topic and automatic tags (up
+    to 17 on one paper), long proceedings titles, DOIs, arXiv ids and URLs (and papers with none), PDFs,
+    child notes, and hostile titles. The catalogue curates 12 papers in three categories of its own and
+    names two collections as categories, as the demo's catalogue does."""
+    import random
+
+    rng = random.Random(seed)
+    used: set[str] = set()
+
+    def key() -> str:
+        while True:
+            made = "".join(rng.choice(KEY_ALPHABET) for _ in range(8))
+            if made not in used:
+                used.add(made)
+                return made
+
+    def obj(data: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "key": data["key"],
+            "version": data["version"],
+            "library": REALISTIC_LIBRARY,
+            "links": {
+                "alternate": {"href": f"https://www.zotero.org/a-researcher/items/{data['key']}"},
+            },
+            "meta": {},
+            "data": data,
+        }
+
+    objects: list[dict[str, Any]] = []
+    collections: dict[str, str] = {}  # path → key
+
+    def collection(path: str) -> str:
+        parent, _, name = path.rpartition(" / ")
+        made = key()
+        data = {
+            "key": made,
+            "version": 1,
+            "name": name,
+            "parentCollection": collections[parent] if parent else False,
+            "relations": {},
+        }
+        objects.append(
+            {"key": made, "version": 1, "library": REALISTIC_LIBRARY, "links": {}, "meta": {}, "data": data}
+        )
+        collections[path] = made
+        return made
+
+    for path in (
+        "Inbox",
+        "GPU",
+        "GPU / Compilers",
+        "GPU / Compilers / Polyhedral",
+        "GPU / Kernels",
+        "GPU / Kernels / Attention",
+        "LLM",
+        "LLM / Inference",
+        "LLM / Serving",
+        "Systems",
+        "Systems / Distributed",
+        "Hardware",
+        "Hardware / Accelerators",
+        "Reading group",
+        "Teaching",
+        "Old",
+        "Old / Archive",
+    ):
+        collection(path)
+    filed = [p for p in collections if p != "Inbox"]
+    hostile_keys: list[str] = []
+    paper_keys: list[str] = []
+    for n in range(papers):
+        item_key = key()
+        paper_keys.append(item_key)
+        title = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 14)))
+        roll = rng.random()
+        where = (
+            []
+            if roll < 0.1
+            else [collections["Inbox"]]
+            if roll < 0.35
+            else rng.sample([collections[p] for p in filed], rng.choice((1, 1, 1, 2)))
+        )
+        if n % 97 == 5 and len(hostile_keys) < len(HOSTILE_TITLES):
+            title = HOSTILE_TITLES[len(hostile_keys)]
+            hostile_keys.append(item_key)
+            where = [collections["GPU / Kernels / Attention"]]  # a category the catalogue names
+        tags: list[dict[str, Any]] = [{"tag": t} for t in rng.sample(TOPIC_TAGS, rng.randint(0, 4))]
+        if rng.random() < 0.3 and item_key not in hostile_keys:  # hostile titles stay on a curated page
+            tags.append({"tag": "to-curate"})
+        status_roll = rng.random()
+        if status_roll < 0.12:
+            tags.append({"tag": "read"})
+        elif status_roll < 0.3:
+            tags.append({"tag": "unread"})
+        if n % 50 == 7:  # the paper with every tag: 17 in one cell before
+            tags = [{"tag": t} for t in TOPIC_TAGS[:11]] + [{"tag": t, "type": 1} for t in AUTOMATIC_TAGS]
+        elif rng.random() < 0.3:
+            tags += [{"tag": t, "type": 1} for t in rng.sample(AUTOMATIC_TAGS, rng.randint(1, 3))]
+        venue = rng.choice(LONG_VENUES)
+        year = str(rng.randint(2012, 2026))
+        link_roll = rng.random()
+        doi = f"10.1145/{3000000 + n}" if link_roll < 0.35 else ""
+        arxiv = f"{int(year[2:]):02d}{rng.randint(1, 12):02d}.{rng.randint(10000, 99999)}"
+        data: dict[str, Any] = {
+            "key": item_key,
+            "version": rng.randint(1, 5000),
+            "itemType": "conferencePaper" if venue.startswith(("Proceedings", "20")) else "journalArticle",
+            "title": title,
+            "creators": [
+                {
+                    "creatorType": "author",
+                    "firstName": rng.choice(("Ada", "Wei", "Maria", "Ravi", "Li")),
+                    "lastName": rng.choice(("Lovelace", "Zhang", "García", "Patel", "Müller", "O'Neil")),
+                }
+                for _ in range(rng.randint(1, 9))
+            ],
+            "tags": tags,
+            "collections": where,
+            "relations": {},
+            "date": year,
+            "DOI": doi,
+            "url": f"https://example.org/papers/{n}" if 0.35 <= link_roll < 0.55 else "",
+            "dateAdded": f"{year}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T08:00:00Z",
+            "dateModified": "2026-01-01T00:00:00Z",
+        }
+        if data["itemType"] == "conferencePaper":
+            data["proceedingsTitle"] = venue
+        else:
+            data["publicationTitle"] = venue
+        if 0.55 <= link_roll < 0.75:  # arXiv's own export: the id, no URL, no DOI
+            data["archiveID"] = f"arXiv:{arxiv}"
+            data["extra"] = f"arXiv:{arxiv}"
+        objects.append(obj(data))
+        if rng.random() < 0.6:
+            pdf = key()
+            objects.append(
+                obj(
+                    {
+                        "key": pdf,
+                        "version": 1,
+                        "itemType": "attachment",
+                        "parentItem": item_key,
+                        "title": "Full Text PDF",
+                        "contentType": "application/pdf",
+                        "linkMode": "imported_file",
+                        "tags": [],
+                        "relations": {},
+                        "dateAdded": data["dateAdded"],
+                        "dateModified": data["dateAdded"],
+                    }
+                )
+            )
+        if rng.random() < 0.15:
+            note = key()
+            objects.append(
+                obj(
+                    {
+                        "key": note,
+                        "version": 1,
+                        "itemType": "note",
+                        "parentItem": item_key,
+                        "note": f"<p>What I took from <b>{title[:40]}</b>: the tiling.</p>",
+                        "tags": [],
+                        "relations": {},
+                        "dateAdded": data["dateAdded"],
+                        "dateModified": data["dateAdded"],
+                    }
+                )
+            )
+    by_key = {o["key"]: o["data"] for o in objects}
+    curated = [k for k in paper_keys if k not in hostile_keys][:12]
+    categories = (
+        ("Compilers I keep coming back to", curated[:5]),
+        ("Kernels", curated[5:9]),
+        ("LLM serving", curated[9:12]),
+    )
+    lines = [
+        "title: A real reading list",
+        "description: Papers on GPU compilers, kernels and serving.",
+        "categories:",
+    ]
+    for index, (name, keys) in enumerate(categories):
+        lines += [f"  - name: {json.dumps(name)}", "    entries:"]
+        for position, curated_key in enumerate(keys):
+            lines += [
+                f"      - title: {json.dumps(by_key[curated_key]['title'])}",
+                f"        zotero_key: {curated_key}",
+                f"        status: {'read' if (index + position) % 2 == 0 else 'unread'}",
+                f"        why: {json.dumps(f'Why paper {position + 1} of {name} matters to me')}",
+            ]
+    # Collections the catalogue names, to fix their place and show their items (as the demo's do).
+    lines += [
+        "  - name: GPU / Kernels / Attention",
+        "    entries: []",
+        "  - name: Hardware / Accelerators",
+        "    entries: []",
+        "",
+    ]
+    return RealisticLibrary(objects, "\n".join(lines), papers, tuple(curated), tuple(hostile_keys))
+
+
+def write_realistic_project(
+    folder: Path, library: RealisticLibrary, exports: str = "exports", settings: str = ""
+) -> Path:
+    """A project reading `library` from a snapshot: zotsync.yaml (with `settings` appended under
+    `exports:`, indented as its keys), catalog.yaml and the snapshot in `folder`; the config's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / "library.json", library.objects)
+    (folder / "catalog.yaml").write_text(library.catalogue, encoding="utf-8")
+    config = folder / "zotsync.yaml"
+    config.write_text(
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        f"exports:\n  dir: {exports}\n{settings}",
+        encoding="utf-8",
+    )
+    return config
+
+
+# The settings of a page others read (docs/publishing.md), and the MkDocs Material site around it.
+PUBLISHED_SETTINGS = """\
+  scope: curated
+  exclude_collections: [Inbox, Unfiled]
+  exclude_tags: [to-curate]
+  zotero_links: none
+  tags_page: true
+  archive_link: "tags.md#{key}"
+  venue_length: 40
+  sortable: true
+"""
+SITE_CONFIG = """\
+site_name: A real reading list
+theme:
+  name: material
+  features: [toc.integrate]
+markdown_extensions:
+  - tables
+  - toc:
+      permalink: true
+extra_javascript:
+  - reading-list/assets/tablesort.min.js
+  - reading-list/assets/tablesort.number.min.js
+  - reading-list/assets/tablesort-init.js
+validation:
+  omitted_files: warn
+  absolute_links: warn
+  unrecognized_links: warn
+  anchors: warn
+"""
+
+
+def write_site(folder: Path, library: RealisticLibrary, settings: str = PUBLISHED_SETTINGS) -> Path:
+    """A repository as docs/publishing.md lays it out: the project (exports in docs/reading-list),
+    mkdocs.yml and docs/index.md; the config's path."""
+    config = write_realistic_project(folder, library, exports="docs/reading-list", settings=settings)
+    (folder / "mkdocs.yml").write_text(SITE_CONFIG, encoding="utf-8")
+    (folder / "docs").mkdir(exist_ok=True)
+    by_tag = " · [by tag](reading-list/tags.md)" if "tags_page: true" in settings else ""
+    (folder / "docs" / "index.md").write_text(
+        f"# A real reading list\n\n[The list](reading-list/catalog.md){by_tag}\n", encoding="utf-8"
+    )
+    return config

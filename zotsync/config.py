@@ -19,7 +19,7 @@ from typing import Any
 from . import formats as export_formats
 from .errors import ConfigError
 from .inputs import absolute
-from .labels import DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
+from .labels import COLUMN_LABELS, COLUMNS, DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
 from .secrets import register, register_url
 from .yamlio import load_yaml, text_of, where
 
@@ -31,6 +31,11 @@ SOURCE_TYPES = ("snapshot", "web", "local")
 DEFAULT_BASE_URL = "https://api.zotero.org"
 DEFAULT_DEADLINE = 600.0  # seconds a pull may take before it gives up: an unattended run always ends
 MAX_DEADLINE = 86400.0
+
+SCOPES = ("library", "curated")
+ZOTERO_LINKS = ("local", "web", "none")
+SPLITS = ("none", "category")
+ALL_COLUMNS = tuple(COLUMN_LABELS)
 
 ENV_OVERRIDES = {
     "ZOTERO_API_KEY": "api_key",
@@ -135,6 +140,38 @@ def names(default: tuple[str, ...], doc: str) -> Any:
     return setting(default, parse, doc, {"type": "array", "items": {"type": "string"}})
 
 
+def some_of(default: tuple[str, ...], choices: Sequence[str], doc: str, required: str = "") -> Any:
+    """A list of distinct values out of `choices`, in the order written (and holding `required`)."""
+
+    def parse(reading: Reading, value: Any) -> tuple[str, ...]:
+        if value is None:
+            return default
+        named = [value] if isinstance(value, str) else value
+        if not isinstance(named, list) or not named or any(v not in choices for v in named):
+            raise reading.fail(f"must list some of {', '.join(choices)}")
+        if len(set(named)) != len(named):
+            raise reading.fail("names a value twice")
+        if required and required not in named:
+            raise reading.fail(f"must hold {required}")
+        return tuple(named)
+
+    schema = {"type": "array", "items": {"type": "string", "enum": list(choices)}, "uniqueItems": True}
+    return setting(default, parse, doc, schema)
+
+
+def count(default: int, doc: str) -> Any:
+    """A whole number from 0."""
+
+    def parse(reading: Reading, value: Any) -> int:
+        if value is None:
+            return default
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise reading.fail("must be a whole number from 0")
+        return value
+
+    return setting(default, parse, doc, {"type": "integer", "minimum": 0})
+
+
 def number(default: float, low: float, high: float, doc: str, problem: str, above_low: bool = False) -> Any:
     """A number from `low` to `high` (above `low`, not at it, with `above_low`); `problem` completes the
     message for any other value."""
@@ -193,6 +230,34 @@ class ExportsConfig:
         {"type": "object", "additionalProperties": {"type": "string"}},
         factory=True,
     )
+    # What reaches the page (the Markdown page, the CSV and every other format show the same rows).
+    scope: str = choice(
+        "library",
+        SCOPES,
+        "library: every item, placed by collection; curated: only the categories the catalogue names",
+    )
+    exclude_collections: tuple[str, ...] = names(
+        (),
+        "collection paths (with their subcollections; Unfiled too) whose items never reach the page, "
+        "unless curated",
+    )
+    exclude_tags: tuple[str, ...] = names(
+        (), "items carrying one of these tags never reach the page, unless curated"
+    )
+    hide_tags: tuple[str, ...] = names((), "tags never shown on the page (status tags never are)")
+    zotero_links: str = choice(
+        "local", ZOTERO_LINKS, "local: zotero:// links; web: the item's zotero.org page; none: no Zotero link"
+    )
+    # How the Markdown page shows them.
+    tags_page: bool = flag(False, "also write tags.md: each tag with its papers, an anchor per paper")
+    columns: tuple[str, ...] = some_of(
+        COLUMNS, ALL_COLUMNS, "the Markdown page's columns, in order", required="paper"
+    )
+    split: str = choice("none", SPLITS, "none: one page; category: a page per category and an index page")
+    venue_length: int = count(0, "the longest venue the Markdown page shows whole (0: no limit)")
+    sortable: bool = flag(
+        False, "also write the vendored tablesort script for a MkDocs site: sortable tables"
+    )
 
 
 def _formats(reading: Reading, value: Any) -> tuple[str, ...]:
@@ -216,12 +281,14 @@ def _labels(reading: Reading, value: Any) -> Labels:
         ) from None
 
 
-DEFAULT_READ_TAGS = ("status/read", "_read", "✅")
+DEFAULT_READ_TAGS = ("read", "status/read", "_read", "✅")
+DEFAULT_UNREAD_TAGS = ("unread", "status/unread", "_unread")
 
 
 @dataclass(frozen=True, slots=True)
 class ReconcileConfig:
     read_tags: tuple[str, ...] = names(DEFAULT_READ_TAGS, "Zotero tags that mean read")
+    unread_tags: tuple[str, ...] = names(DEFAULT_UNREAD_TAGS, "Zotero tags that mean unread")
     abbreviate_venues: bool = flag(True, "PLDI'21 instead of the full proceedings title")
     venues: Path | None = local_path(None, "your venue abbreviations, on top of the shipped table")
     inbox_collections: tuple[str, ...] = names((), "collection paths whose uncurated items `status` lists")

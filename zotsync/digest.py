@@ -9,7 +9,7 @@ trashed item) keeps its curated title as an alias, so it is not reported as remo
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -18,7 +18,7 @@ from .export.mdtext import line
 from .model import Placement
 
 Clock = Callable[[], datetime]  # injectable, so tests can fix the section's date
-GROUPS = ("Added", "Removed", "Recategorised", "Newly read", "Retitled")
+GROUPS = ("Settings", "Added", "Removed", "Recategorised", "Newly read", "Retitled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +42,15 @@ class Digest:
     recategorised: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()  # title, old, new
     newly_read: tuple[str, ...] = ()
     retitled: tuple[tuple[str, str], ...] = ()  # old title, new title
+    # What a change of the page's settings did, said once: each setting's old and new value, then what
+    # it changed on the page. Those changes are not reading, nor anything Zotero or the catalogue did.
+    settings: tuple[tuple[str, str, str], ...] = ()  # setting, old value, new value
+    settings_effect: str = ""
 
     def __bool__(self) -> bool:
-        return any((self.added, self.removed, self.recategorised, self.newly_read, self.retitled))
+        return any(
+            (self.settings, self.added, self.removed, self.recategorised, self.newly_read, self.retitled)
+        )
 
 
 def rows_of(placements: Sequence[Placement]) -> tuple[Row, ...]:
@@ -195,6 +201,40 @@ def feed_after(fresh: Sequence[News], kept: Sequence[News]) -> tuple[News, ...]:
     return (*fresh, *kept)[:FEED_SIZE]
 
 
+def setting_change(
+    old: Mapping[str, Sequence[str] | str],
+    new: Mapping[str, Sequence[str] | str],
+    before: Sequence[Row],
+    after: Sequence[Row],
+) -> tuple[tuple[tuple[str, str, str], ...], str]:
+    """Each setting that changed (name, old value, new value), and what the change did to the page —
+    `before` is this sync's page under the old settings, `after` under the new ones."""
+    changed = tuple(
+        (name, _value(old.get(name, "")), _value(value))
+        for name, value in new.items()
+        if old.get(name) != value
+    )
+    if not changed:
+        return (), ""
+    was, now = _group(before), _group(after)
+    both = [i for i in now if i in was]
+    effects = {
+        "now read": sum(now[i].read and not was[i].read for i in both),
+        "now unread": sum(was[i].read and not now[i].read for i in both),
+        "joined the page": sum(i not in was for i in now),
+        "left the page": sum(i not in now for i in was),
+    }
+    said = ", ".join(f"{count:,} {what}" for what, count in effects.items() if count)
+    return (
+        changed,
+        f"on the page: {said or 'no entry changed'} (by the settings, not by reading or in Zotero)",
+    )
+
+
+def _value(value: Sequence[str] | str) -> str:
+    return value if isinstance(value, str) else ", ".join(value) or "—"
+
+
 def _unique_by_alias(identities: Iterable[str], entries: dict[str, _Entry]) -> dict[str, str]:
     by_alias: dict[str, list[str]] = defaultdict(list)
     for identity in identities:
@@ -207,7 +247,10 @@ def render(digest: Digest, when: datetime) -> str:
     """One section: `## YYYY-MM-DD HH:MM UTC`, then a `###` list per non-empty group. Each item is text
     (titles and category names render as written, like on the page)."""
     when = _utc(when)
+    when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+    settings = tuple(f"`{name}`: {line(old)} → {line(new)}" for name, old, new in digest.settings)
     show: dict[str, tuple[str, ...]] = {
+        "Settings": (*settings, line(digest.settings_effect)) if settings else (),
         "Added": digest.added,
         "Removed": digest.removed,
         "Recategorised": tuple(
@@ -219,7 +262,8 @@ def render(digest: Digest, when: datetime) -> str:
     parts = [f"## {when:%Y-%m-%d %H:%M} UTC"]
     for group in GROUPS:
         if show[group]:
-            parts.append(f"### {group}\n\n" + "\n".join(f"- {line(item)}" for item in show[group]))
+            items = show[group] if group == "Settings" else tuple(map(line, show[group]))  # already text
+            parts.append(f"### {group}\n\n" + "\n".join(f"- {item}" for item in items))
     return "\n\n".join(parts) + "\n"
 
 

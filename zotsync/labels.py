@@ -61,13 +61,40 @@ class Labels:
     # The feed's words (feed.xml): what an entry reports.
     feed_added: str
     feed_read: str
+    # Added later, each with a default (a program building Labels itself keeps working):
+    # the summary when papers sit in several categories: {papers} papers in {entries} entries
+    summary_papers: str = "{papers} papers in {entries} entries; {read} read, {unread} to read."
+    authors: str = "Authors"  # the optional columns' headers (exports.columns; `year` is above)
+    added: str = "Added"
+    et_al: str = "et al."  # after the last author the Authors cell names
+    # the tags page (exports.tags_page) and the index page of a split page (exports.split)
+    tags_title: str = "Tags"
+    tags_summary: str = "{tags} tags on {papers} papers."
+    tags_papers: str = "Papers"  # the heading of the list of papers, each with its tags
+    no_tags: str = "no tags"
+    index_entries: str = "{entries} entries, {read} read"  # a category's line on the index page
 
 
 # The templates and the placeholders each may use; other labels are written as they are.
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "summary": frozenset({"entries", "read", "unread"}),
     "shown": frozenset({"shown", "entries", "read", "unread"}),
+    "summary_papers": frozenset({"papers", "entries", "read", "unread"}),
+    "tags_summary": frozenset({"tags", "papers"}),
+    "index_entries": frozenset({"entries", "read", "unread"}),
 }
+# A column of the Markdown page (`exports.columns`) → the label of its header.
+COLUMN_LABELS: dict[str, str] = {
+    "status": "status",
+    "paper": "paper",
+    "venue": "venue",
+    "why": "why",
+    "links": "links",
+    "authors": "authors",
+    "year": "year",
+    "added": "added",
+}
+COLUMNS = ("status", "paper", "venue", "why", "links")  # the seed page's, in its order
 
 _SHARED = dict(status="Status", paper="Paper", venue="Venue", why="Why It Matters", links="Links")
 _MARKS = dict(read="✅", unread="⬜", noted="📝", link_paper="Paper", link_pdf="PDF", link_zotero="Zotero")
@@ -121,6 +148,13 @@ BUILT_IN: dict[str, Labels] = {
         no_match="没有符合筛选条件的条目。",
         feed_added="新增",
         feed_read="已读",
+        summary_papers="共 {papers} 篇论文（{entries} 个清单条目）；已读 {read}，待读 {unread}。",
+        et_al="等",
+        tags_title="标签",
+        tags_summary="共 {tags} 个标签，{papers} 篇论文。",
+        tags_papers="论文",
+        no_tags="无标签",
+        index_entries="{entries} 个条目，已读 {read}",
         **_SHARED,
         **_MARKS,
     ),

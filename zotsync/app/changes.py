@@ -1,21 +1,102 @@
-"""The change digest, `CHANGES.md`, and the feed's entries: what each sync changed on the page."""
+"""The change digest, `CHANGES.md`, and the feed's entries: what each sync changed on the page.
+
+A change of the page's settings (the read and unread tags, the scope, the exclusions) — or of their
+defaults, by an upgrade — moves rows on and off the page and between read and unread without anyone
+reading anything or touching Zotero. So the store remembers the settings beside the page's rows; when
+they differ, the digest compares the last page with this sync's page under the *old* settings (what
+Zotero and the catalogue changed), and says once, under Settings, what the new settings changed.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from .. import digest
-from ..config import Config
+from ..config import DEFAULT_READ_TAGS, DEFAULT_UNREAD_TAGS, Config
 from ..errors import ExportError
 from ..export import Page
+from ..model import Placement
 from ..outputs import read_regular, write_atomically
 from ..store import Store
+
+Settings = dict[str, list[str] | str]
+# This sync's page rows under other settings (the old ones), for the digest to tell them apart.
+RowsUnder = Callable[[Config], Sequence[Placement]]
+
+# Their defaults before the store remembered the settings (zotsync 0.2): a store without settings was
+# synced with these, unless the config sets a value of its own.
+EARLIER_DEFAULTS: Settings = {
+    "reconcile.read_tags": ["status/read", "_read", "✅"],
+    "reconcile.unread_tags": [],
+    "exports.scope": "library",
+    "exports.exclude_collections": [],
+    "exports.exclude_tags": [],
+}
+DEFAULTS: Settings = {
+    "reconcile.read_tags": list(DEFAULT_READ_TAGS),
+    "reconcile.unread_tags": list(DEFAULT_UNREAD_TAGS),
+    "exports.scope": "library",
+    "exports.exclude_collections": [],
+    "exports.exclude_tags": [],
+}
 
 
 def changes_path(config: Config) -> Path:
     return config.exports.dir / "CHANGES.md"
+
+
+def page_settings(config: Config) -> Settings:
+    """The settings that decide which rows the page holds and whether each is read."""
+    return {
+        "reconcile.read_tags": list(config.reconcile.read_tags),
+        "reconcile.unread_tags": list(config.reconcile.unread_tags),
+        "exports.scope": config.exports.scope,
+        "exports.exclude_collections": list(config.exports.exclude_collections),
+        "exports.exclude_tags": list(config.exports.exclude_tags),
+    }
+
+
+def with_settings(config: Config, settings: Mapping[str, list[str] | str]) -> Config:
+    """`config` with `settings` in place of its own (a name it lacks keeps the config's value)."""
+    current = page_settings(config)
+    value = {name: settings.get(name, current[name]) for name in current}
+    return dataclasses.replace(
+        config,
+        reconcile=dataclasses.replace(
+            config.reconcile,
+            read_tags=tuple(value["reconcile.read_tags"]),
+            unread_tags=tuple(value["reconcile.unread_tags"]),
+        ),
+        exports=dataclasses.replace(
+            config.exports,
+            scope=str(value["exports.scope"]),
+            exclude_collections=tuple(value["exports.exclude_collections"]),
+            exclude_tags=tuple(value["exports.exclude_tags"]),
+        ),
+    )
+
+
+def remembered_settings(stored: str | None, config: Config) -> Settings:
+    """The settings the remembered rows were made with. A store from before they were remembered was
+    synced with the earlier defaults wherever the config now has the current default (an upgrade changed
+    it), and with the config's own value elsewhere."""
+    current = page_settings(config)
+    if stored:
+        try:
+            found = json.loads(stored)
+            if isinstance(found, dict):
+                return {name: found.get(name, value) for name, value in current.items()}
+        except ValueError:
+            pass
+        return current  # unreadable: no setting change to report
+    return {
+        name: EARLIER_DEFAULTS[name] if value == DEFAULTS[name] else value for name, value in current.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,15 +106,47 @@ class PageChanges:
     previous: tuple[digest.Row, ...] | None  # the last sync's rows; None before the first
     current: tuple[digest.Row, ...]
     when: datetime
+    found: digest.Digest | None  # what CHANGES.md reports
     feed: tuple[digest.News, ...]  # the feed's entries after this sync, newest first
+    settings: str  # the page's settings (JSON), remembered with its rows
 
 
-def page_changes(store: Store, page: Page, clock: digest.Clock = digest.utc_now) -> PageChanges:
+def page_changes(
+    config: Config,
+    store: Store,
+    page: Page,
+    clock: digest.Clock = digest.utc_now,
+    rows_under: RowsUnder | None = None,
+) -> PageChanges:
+    """What changed since the last sync, as Zotero and the catalogue changed it. When the page's
+    settings changed too, this sync's page under the old settings (`rows_under`) tells the two apart:
+    what the settings did is said once, under Settings, and is no news for the feed."""
+    current = digest.rows_of(page.rows)
+    state = store.sync_state
     stored = store.catalogue_rows()
     previous = None if stored is None else tuple(digest.Row(*row) for row in stored)
+    settings = page_settings(config)
     when = clock()
-    fresh = digest.news(previous, page.rows, when) if previous is not None else ()
-    return PageChanges(previous, digest.rows_of(page.rows), when, digest.feed_after(fresh, feed_of(store)))
+    found: digest.Digest | None = None
+    fresh: tuple[digest.News, ...] = ()
+    if previous is not None:
+        old = remembered_settings(state.page_settings, config)
+        if old != settings and rows_under is not None:
+            placements = rows_under(with_settings(config, old))
+            before = digest.rows_of(placements)
+            found = digest.diff(previous, before)
+            changed, effect = digest.setting_change(old, settings, before, current)
+            found = (
+                dataclasses.replace(found or digest.Digest(), settings=changed, settings_effect=effect)
+                or None
+            )
+            fresh = digest.news(previous, placements, when)
+        else:
+            found = digest.diff(previous, current)
+            fresh = digest.news(previous, page.rows, when)
+    feed = digest.feed_after(fresh, feed_of(store))
+    remembered = json.dumps(settings, ensure_ascii=False, sort_keys=True)
+    return PageChanges(previous, current, when, found, feed, remembered)
 
 
 def feed_of(store: Store) -> tuple[digest.News, ...]:
@@ -42,25 +155,24 @@ def feed_of(store: Store) -> tuple[digest.News, ...]:
 
 
 def record_changes(config: Config, store: Store, changes: PageChanges) -> list[tuple[Path, bool]]:
-    """Prepend what this sync changed on the page to CHANGES.md, then remember the page (and the feed)
-    for the next sync. The first sync only records the baseline; a sync that changed nothing leaves the
-    file alone. The rows are replaced after the file is written, so a failed write is retried by the
-    next sync."""
-    previous, current = changes.previous, changes.current
+    """Prepend what this sync changed on the page to CHANGES.md, then remember the page (with the
+    settings that made it, and the feed) for the next sync. The first sync only records the baseline; a
+    sync that changed nothing leaves the file alone. The rows are replaced after the file is written, so
+    a failed write is retried by the next sync."""
     written = []
-    found = digest.diff(previous, current) if previous is not None else None
-    if found:
+    if changes.found:
         path = changes_path(config)
         try:
-            old = (read_regular(path) or b"").decode("utf-8")
+            old_text = (read_regular(path) or b"").decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ExportError(f"cannot read {path}: {exc}") from exc
-        text = digest.prepend(digest.render(found, changes.when), old)
-        written.append((path, write_atomically(path, text)))
-    if previous != current:
+        section = digest.render(changes.found, changes.when)
+        written.append((path, write_atomically(path, digest.prepend(section, old_text))))
+    if changes.previous != changes.current or store.sync_state.page_settings != changes.settings:
         feed = [
             (n.kind, n.identity, n.when, n.title, n.venue, n.year, n.why, n.categories, n.url, n.zotero_key)
             for n in changes.feed
         ]
-        store.replace_catalogue_rows((row.astuple() for row in current), feed)
+        rows = (row.astuple() for row in changes.current)
+        store.replace_catalogue_rows(rows, feed, changes.settings)
     return written

@@ -168,9 +168,41 @@ def config_text(source: str, library_type: str, library_id: str, path: Path) -> 
             "  dir: exports                  # where catalog.md, catalog.csv and CHANGES.md go",
             "  formats: [md, csv]",
             "  language: en                  # en | zh: the page's own words; exports.labels overrides one",
+            *PAGE_LINES,
             "",
         ]
     )
+
+
+# What reaches the published page and how it links: each key with its choice explained
+# (docs/configuration.md#exports, docs/publishing.md).
+PAGE_LINES = (
+    "  # What the page shows. library: every item, placed by its collection (a start, while the",
+    "  # catalogue is empty); curated: only the categories catalog.yaml names, with their entries and the",
+    "  # items of the collections they name — the list you mean to publish, once you have curated some.",
+    "  scope: library",
+    "  # Kept off the page in either scope (a curated entry always stays): an inbox, papers to sort out.",
+    "  # Unfiled names the items in no collection.",
+    "  # exclude_collections: [Inbox, Unfiled]",
+    "  # exclude_tags: [to-curate]",
+    "  # hide_tags: [to-curate]       # tags never shown (the read/unread status tags never are)",
+    "  # Zotero links: local opens your Zotero desktop (zotero://, dead for anyone else); web links the",
+    "  # item's zotero.org page (a public library); none: for a page others read.",
+    "  zotero_links: local",
+    "  # For a site (MkDocs): the tags page an archive link can point at, a page per category, sortable",
+    "  # tables, the columns (also authors, year, added) and long venues cut short.",
+    "  # tags_page: true",
+    '  # archive_link: "tags.md#{key}"',
+    "  # split: category",
+    "  # sortable: true",
+    "  # columns: [status, paper, venue, why, links]",
+    "  # venue_length: 40",
+    "reconcile:",
+    "  # Zotero tags that set a paper's status (never shown as topic tags); the curator's status wins.",
+    "  read_tags: [read, status/read, _read, ✅]",
+    "  unread_tags: [unread, status/unread, _unread]",
+    "  # inbox_collections: [Inbox]   # what `zotsync status` lists for curation",
+)
 
 
 CATALOG_TEMPLATE = """\

@@ -79,10 +79,12 @@ def _status_report(config: Config) -> StatusReport:
     with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = store.sync_state
-    rows, library = merged.page.rows, merged.library
+    # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
+    # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
+    rows, every, library = merged.page.rows, merged.reconciliation.placements, merged.library
     matches = merged.reconciliation.matches
     # Each count in one pass, most of them in C: a 100k-item page has as many rows.
-    curated = [r for r in rows if r.curated]
+    curated = [r for r in every if r.curated]
     claimed = {r.zotero_key for r in curated}
     statuses = Counter(map(attrgetter("status"), rows))
     headings = dict.fromkeys(map(attrgetter("category"), rows))
@@ -98,7 +100,7 @@ def _status_report(config: Config) -> StatusReport:
             items=len(matches.candidates),
             trashed=sum(1 for i in library.items if i.deleted and i.is_regular),
             collections=len(library.collections),
-            uncurated=len(set(map(attrgetter("zotero_key"), rows)) - claimed - {""}),
+            uncurated=len(set(map(attrgetter("zotero_key"), every)) - claimed - {""}),
         ),
         catalogue=CatalogueSummary(
             entries=len(rows),
@@ -129,8 +131,8 @@ def _status_report(config: Config) -> StatusReport:
         ],
         # A heading one typo from another is a section nobody meant (a collection named `LLM inferance`)
         near_duplicate_categories=[{"names": list(pair)} for pair in near_duplicates(headings)],
-        inbox=inbox(config, rows),
-        untitled=untitled(rows),
+        inbox=inbox(config, every),
+        untitled=untitled(every),
         status_conflicts=[
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],

@@ -13,10 +13,11 @@ from ..export import ExportInput
 from ..export.record import ExportRecord, export_inputs
 from ..export.writer import write_exports
 from ..gcpause import bulk_phase
+from ..model import Placement
 from ..sources import open_source
 from ..store import exclusive_lock
 from .changes import page_changes, record_changes
-from .page import default_output, merge_for, plan
+from .page import default_output, merge_for, plan, rows_under
 from .pull import PullReport, pull, valve
 from .stores import open_store
 
@@ -88,9 +89,15 @@ def run_sync(
             return SyncResult(report, tuple((path, False) for path in pages), source.requests, processed)
         store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
-            merged = merge_for(config, catalogue or catalogue_file.load(), store, names)
-            changes = page_changes(store, merged.page, clock)
-            given = ExportInput(merged.page, merged.library, plan(config), changes.feed)
+            catalogue = catalogue or catalogue_file.load()
+            merged = merge_for(config, catalogue, store, names)
+            shown = catalogue  # for the digest: this sync's page under the settings of the last one
+
+            def under(other: Config) -> tuple[Placement, ...]:
+                return rows_under(other, shown, merged.library)
+
+            changes = page_changes(config, store, merged.page, clock, under)
+            given = ExportInput(merged.page, merged.library, plan(config, merged.page), changes.feed)
             made = [list(formats.get(name).render(given)) for name in names]
             result = write_exports(
                 config.exports.dir,

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..formats import Exporter, Output
-from ..labels import Labels, labels_for
+from ..labels import COLUMNS, Labels, labels_for
 from ..model import Library, Placement
 
 if TYPE_CHECKING:
     from ..digest import News
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How the Markdown page lays its rows out (`exports.columns`, `venue_length`, `sortable`)."""
+
+    columns: tuple[str, ...] = COLUMNS  # the seed page's five
+    venue_length: int = 0  # the longest venue shown whole; 0: every venue whole
+    sortable: bool = False  # also write the sortable-tables script for a MkDocs site
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +33,10 @@ class Page:
     description: str
     rows: Sequence[Placement]
     labels: Labels = field(default_factory=labels_for)  # the page's own words
+    layout: Layout = field(default_factory=Layout)
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +57,18 @@ class LinkPlan:
         folder = posixpath.dirname(source) or "."
         relative = posixpath.relpath(target, folder) if target else ""
         return relative + (f"#{anchor}" if anchor else "")
+
+    @classmethod
+    def rebase(cls, source: str, link: str) -> str:
+        """A link a row holds, written for a page at the top of `exports.dir` (a curator's `notes/x.md`,
+        an `archive_link`, a note page), as the file `source` must write it. Links with a scheme, a
+        leading `/` or only an anchor are the same from anywhere."""
+        if "/" not in source or not link or link.startswith(("#", "/", "?")) or _SCHEME.match(link):
+            return link
+        path, mark, rest = link.partition("#")
+        path, query, params = path.partition("?")
+        target = posixpath.normpath(path) + ("/" if path.endswith("/") else "")
+        return cls.href(source, target) + query + params + mark + rest
 
 
 @dataclass(frozen=True, slots=True)

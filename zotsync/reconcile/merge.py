@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .. import normalize
 from ..facts import ItemFacts
 from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
-from .match import MatchResult, match
+from .match import MatchResult, item_arxiv_ids, match
 from .venue import VenueTable, derive_venue
 
 UNFILED = "Unfiled"
@@ -23,11 +23,15 @@ UNFILED = "Unfiled"
 @dataclass(frozen=True, slots=True)
 class Options:
     read_tags: tuple[str, ...] = ()
+    unread_tags: tuple[str, ...] = ()
     archive_link: str = ""  # template for a 归档标签 link; {key} is the item key
     venues: VenueTable | None = None  # abbreviate proceedings (PLDI'21) when given
     # False: rows carry only the curator's links, none of Zotero's (paper, PDFs, zotero://): for what shows
     # none (`status`, a CSV), which then need not look at the attachments either
     zotero_links: bool = True
+    # Which links into Zotero a row gets: local (zotero://, which open the desktop app), web (the item's
+    # page on zotero.org, when the library's is known) or none (a page for visitors, who have neither).
+    zotero_link_kind: str = "local"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +49,7 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             children[item.parent_key].append(item)
     paths = library.collection_paths()
     facts = matches.facts  # of every item a row can show
-    row = _RowBuilder(options, children, paths, facts)
+    row = _RowBuilder(options, children, paths, facts, library.library_url)
 
     rows: dict[str, list[Placement]] = {c.name: [] for c in catalogue.categories}
     conflicts: list[tuple[str, Status, Status]] = []
@@ -85,6 +89,16 @@ def _placed(base: Placement, category: str) -> Placement:
     return Placement(category, *base[1:])
 
 
+def paper_url(item: Item, url: str, doi: str) -> str:
+    """Where a reader finds the paper: its URL, else its DOI's page, else its arXiv page; else empty."""
+    if url:
+        return url
+    if name := normalize.doi_name(doi):
+        return f"https://doi.org/{name}"
+    arxiv = sorted(item_arxiv_ids(item))
+    return f"https://arxiv.org/abs/{arxiv[0]}" if arxiv else ""
+
+
 def merge_links(curated: tuple[Link, ...], zotero: tuple[Link, ...]) -> tuple[Link, ...]:
     """The curator's links win, in the curator's order; without any, Zotero's whole list. Zotero owns the
     PDFs, so they join a curated list that has no PDF link of its own."""
@@ -101,11 +115,16 @@ class _RowBuilder:
     children: dict[str, list[Item]]
     paths: dict[str, str]
     facts: Mapping[str, ItemFacts]  # of every item a row is built for
-    # Per run, not per row: the read tags as a set.
+    library_url: str = ""  # the library's web page, for `zotero_link_kind` web
+    # Per run, not per row: the read and unread tags as sets, and both (the status tags, never shown).
     read_tags: frozenset[str] = field(init=False)
+    unread_tags: frozenset[str] = field(init=False)
+    status_tags: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "read_tags", frozenset(self.options.read_tags))
+        object.__setattr__(self, "unread_tags", frozenset(self.options.unread_tags))
+        object.__setattr__(self, "status_tags", self.read_tags | self.unread_tags)
 
     def curated(self, entry: CatalogueEntry, item: Item | None) -> Placement:
         if item is None:
@@ -120,7 +139,7 @@ class _RowBuilder:
                 doi=entry.doi,
                 url=entry.url,
                 noted=entry.noted,
-                links=entry.links,
+                links=self.curators(entry.links),
                 zotero_key="",
                 tags=(),
                 collections=(),
@@ -138,15 +157,16 @@ class _RowBuilder:
             doi=base.doi or entry.doi,
             url=base.url or entry.url,
             noted=entry.noted,
-            links=merge_links(entry.links, base.links),
+            links=merge_links(self.curators(entry.links), base.links),
             zotero_key=base.zotero_key,
             tags=base.tags,
             collections=base.collections,
             curated_title=entry.title,
+            added=base.added,
         )
 
     def uncurated(self, item: Item, category: str) -> Placement:
-        read_tags, paths, tags, collections = self.read_tags, self.paths, item.tags, item.collections
+        status_tags, paths, tags, collections = self.status_tags, self.paths, item.tags, item.collections
         facts = self.facts[item.key]
         year, doi, url = facts.year, facts.doi, facts.url
         return Placement(
@@ -160,29 +180,37 @@ class _RowBuilder:
             doi=doi,
             url=url,
             noted=False,
-            links=self.links(
-                item, url or (f"https://doi.org/{name}" if (name := normalize.doi_name(doi)) else "")
-            )
-            if self.options.zotero_links
-            else (),
+            links=self.links(item, paper_url(item, url, doi)) if self.options.zotero_links else (),
             zotero_key=item.key,
             # list comprehensions, which run faster than generators, and none for an empty tuple
-            tags=tuple([t.name for t in tags if not read_tags or t.name not in read_tags]) if tags else (),
+            # status tags say read or unread (the Status column): never shown as topic tags
+            tags=tuple([t.name for t in tags if t.name not in status_tags]) if tags else (),
             collections=tuple([paths[c] for c in collections if c in paths]) if collections else (),
+            added=item.get("dateAdded")[:10],
         )
 
     def zotero_status(self, item: Item, facts: ItemFacts) -> Status | None:
-        """Read when tagged with a configured read tag or marked Read by the Reading List plugin."""
-        read_tags = self.read_tags
-        if read_tags and any(t.name in read_tags for t in item.tags):
-            return "read"
+        """Read when tagged with a read tag; unread when tagged with an unread tag (and no read tag);
+        else read when marked Read by the Reading List plugin."""
+        status_tags = self.status_tags
+        if status_tags and item.tags:
+            found = [t.name for t in item.tags if t.name in status_tags]
+            if found:
+                return "read" if any(name in self.read_tags for name in found) else "unread"
         return "read" if facts.read else None
 
+    def curators(self, links: tuple[Link, ...]) -> tuple[Link, ...]:
+        """The curator's links, less any `zotero:` one when the page is not for its owner alone."""
+        if self.options.zotero_link_kind == "local" or not links:
+            return links
+        return tuple(link for link in links if not link.url.strip().lower().startswith("zotero:"))
+
     def links(self, item: Item, paper: str) -> tuple[Link, ...]:
-        """`paper`: the item's URL, else its DOI's, else empty."""
+        """`paper`: the item's URL, else its DOI's, else its arXiv page, else empty."""
         links: list[Link] = []
         if paper:
             links.append(Link("Paper", paper, "paper"))
+        kind = self.options.zotero_link_kind
         library = "library" if item.library_type != "group" else f"groups/{item.library_id}"
         children = self.children.get(item.key)
         pdfs = (
@@ -190,8 +218,12 @@ class _RowBuilder:
             if children
             else ()
         )
-        for number, pdf in enumerate(pdfs, start=1):
+        number = 0
+        for pdf in pdfs:
             target = pdf.url if pdf.get("linkMode") == "linked_url" else ""
+            if not target and kind != "local":  # zotero://open-pdf opens nothing for a visitor
+                continue
+            number += 1
             links.append(
                 Link(
                     "PDF" if number == 1 else f"PDF{number}",
@@ -199,7 +231,10 @@ class _RowBuilder:
                     "pdf",
                 )
             )
-        links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}", "zotero"))
+        if kind == "local":
+            links.append(Link("Zotero", f"zotero://select/{library}/items/{item.key}", "zotero"))
+        elif kind == "web" and self.library_url:
+            links.append(Link("Zotero", f"{self.library_url}/items/{item.key}", "zotero"))
         if self.options.archive_link:
             links.append(Link("归档标签", self.options.archive_link.replace("{key}", item.key), "archive"))
         return tuple(links)
