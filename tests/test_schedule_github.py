@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from factories import config_of
+from factories import SITE_CONFIG, config_of, realistic_library, write_site
 
 from zotsync.schedule import github
 
@@ -298,3 +298,155 @@ def test_a_control_character_in_what_the_workflow_names_is_refused_and_nothing_w
     assert result.code == 2, result.err
     assert result.err.count("\n") == 1 and result.err.startswith(f"zotsync: error: the {where} ")
     assert not (project / ".github").exists()
+
+
+# -- --pages: the same workflow builds the MkDocs site and deploys it to GitHub Pages ---------------------
+
+
+def site_repository(tmp_path: Path) -> Path:
+    """A repository laid out as docs/publishing.md says, reading a realistic library from a snapshot."""
+    repo = tmp_path / "site-repo"
+    write_site(repo, realistic_library(papers=300))
+    return repo
+
+
+def pages_workflow(run, repo: Path, *args: str) -> dict[Any, Any]:
+    result = run("--config", str(repo / "zotsync.yaml"), "schedule", "github", "--pages", *args)
+    assert result.code == 0, result.err
+    assert "Settings → Pages → Source to GitHub Actions" in result.err and "docs/publishing.md" in result.err
+    return load(repo / WORKFLOW)
+
+
+def test_pages_syncs_commits_builds_and_deploys_in_one_workflow(run, monkeypatch, tmp_path) -> None:
+    repo = site_repository(tmp_path)
+    monkeypatch.chdir(repo)
+    workflow = pages_workflow(run, repo)
+    assert workflow["permissions"] == {}  # each job asks for what it needs, no more
+    assert workflow["concurrency"] == {"group": "zotsync", "cancel-in-progress": False}
+    sync_job, deploy = workflow["jobs"]["sync"], workflow["jobs"]["deploy"]
+    assert sync_job["permissions"] == {"contents": "write"}
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert deploy["needs"] == "sync" and deploy["if"] == "needs.sync.outputs.publish == 'true'"
+    assert deploy["environment"]["name"] == "github-pages"
+    assert [s["uses"].split("@")[0] for s in deploy["steps"]] == ["actions/deploy-pages"]
+    uses = [s["uses"].split("@")[0] for s in sync_job["steps"] if "uses" in s]
+    assert uses == [
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/cache",
+        "actions/upload-pages-artifact",
+    ]
+    install = next(s for s in sync_job["steps"] if s.get("name") == "Install zotsync and MkDocs")
+    assert install["run"] == f"python -m pip install '{PINNED}' 'mkdocs-material>=9.5,<10'"
+    build = next(s for s in sync_job["steps"] if s.get("name") == "Build the site")
+    assert build["run"] == 'mkdocs build --strict --config-file mkdocs.yml --site-dir "$RUNNER_TEMP/site"'
+    upload = next(
+        s for s in sync_job["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact")
+    )
+    assert upload["with"]["path"] == "${{ runner.temp }}/site" and upload["if"] == build["if"]
+
+
+def test_pages_needs_a_site_that_holds_the_exports(run, monkeypatch, tmp_path) -> None:
+    repo = site_repository(tmp_path)
+    monkeypatch.chdir(repo)
+    (repo / "mkdocs.yml").rename(repo / "site.yml")
+    refused = run("--config", str(repo / "zotsync.yaml"), "schedule", "github", "--pages")
+    assert (
+        refused.code == 2
+        and refused.err.count("\n") == 1
+        and "mkdocs.yml, which does not exist" in refused.err
+    )
+    (repo / "site.yml").rename(repo / "mkdocs.yml")
+    config = repo / "zotsync.yaml"
+    config.write_text(config.read_text("utf-8").replace("dir: docs/reading-list", "dir: exports"), "utf-8")
+    refused = run("--config", str(config), "schedule", "github", "--pages")
+    assert refused.code == 2 and "is outside the site's docs folder" in refused.err
+    assert not (repo / ".github").exists()
+    # a site whose docs live elsewhere, with Material's own YAML tags in its mkdocs.yml
+    (repo / "mkdocs.yml").write_text(
+        SITE_CONFIG + "docs_dir: site-src\nmarkdown_extensions:\n  - pymdownx.emoji:\n"
+        "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n",
+        encoding="utf-8",
+    )
+    config.write_text(config.read_text("utf-8").replace("dir: exports", "dir: site-src/list"), "utf-8")
+    assert run("--config", str(config), "schedule", "github", "--pages").code == 0
+
+
+@pytest.mark.skipif(actionlint() is None, reason="actionlint is not installed (the test extras carry it)")
+def test_actionlint_passes_the_pages_workflow(run, monkeypatch, tmp_path) -> None:
+    repo = site_repository(tmp_path)
+    monkeypatch.chdir(repo)
+    pages_workflow(run, repo, "--every", "6h")
+    done = subprocess.run(
+        [actionlint(), "-no-color", str(WORKFLOW)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # and it would catch a mistake: a job reading an output the sync job does not declare
+    broken = (
+        (repo / WORKFLOW)
+        .read_text(encoding="utf-8")
+        .replace("needs.sync.outputs.publish", "needs.sync.outputs.pub")
+    )
+    (repo / "broken.yml").write_text(broken, encoding="utf-8")
+    done = subprocess.run(
+        [actionlint(), "-no-color", "broken.yml"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and "pub" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
+def test_the_pages_steps_sync_commit_and_build_the_site_against_a_bare_remote(
+    run, monkeypatch, tmp_path
+) -> None:
+    """The workflow's shell steps as a runner runs them (`bash -e`), their `if:` conditions as GitHub
+    evaluates them for a scheduled run, in a real repository whose remote is a bare one: the first run
+    commits the exports and builds a site holding the page; an unchanged run builds nothing."""
+    repo = site_repository(tmp_path)
+    monkeypatch.chdir(repo)
+    workflow = pages_workflow(run, repo)
+    steps = {s.get("name"): s for s in workflow["jobs"]["sync"]["steps"]}
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    (repo / ".gitignore").write_text(".zotsync/\nstore.sqlite\nsite/\n", encoding="utf-8")
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo)
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "-u", "origin", "main")
+    outputs, runner_temp = tmp_path / "github_output", tmp_path / "runner-temp"
+    runner_temp.mkdir()
+
+    def run_step(name: str) -> int:
+        if name == "Sync":
+            outputs.write_text("", encoding="utf-8")
+        env = {
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # zotsync, mkdocs
+            "GITHUB_OUTPUT": str(outputs),
+            "RUNNER_TEMP": str(runner_temp),
+            "ZOTERO_API_KEY": "",
+            "HOME": str(tmp_path),
+            "NO_MKDOCS_2_WARNING": "1",
+        }
+        script = steps[name]["run"]
+        return subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=env, timeout=300).returncode
+
+    def runs(name: str) -> bool:
+        """The step's `if:` for a scheduled run, from the Sync step's outputs."""
+        condition = steps[name].get("if")
+        changed = "changed=true" in outputs.read_text(encoding="utf-8").splitlines()
+        expected = {
+            "steps.sync.outputs.changed == 'true'": changed,
+            "steps.sync.outputs.changed == 'true' || github.event_name == 'workflow_dispatch'": changed,
+        }
+        return True if condition is None else expected[condition]
+
+    site = runner_temp / "site"
+    assert run_step("Sync") == 0 and runs("Commit the changed exports") and runs("Build the site")
+    assert run_step("Commit the changed exports") == 0
+    assert "docs/reading-list/catalog.md" in git(remote, "ls-tree", "-r", "--name-only", "main")
+    assert run_step("Build the site") == 0
+    page = (site / "reading-list" / "catalog" / "index.html").read_text(encoding="utf-8")
+    assert "A real reading list" in page and "<table>" in page
+    assert (site / "reading-list" / "assets" / "tablesort.min.js").is_file()
+    assert (site / "reading-list" / "tags" / "index.html").is_file()
+    assert run_step("Sync") == 0 and not runs("Commit the changed exports") and not runs("Build the site")

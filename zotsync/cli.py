@@ -392,6 +392,9 @@ def schedule_remove_command(state: _State, systemd_timer: bool) -> None:
 )
 @click.option("--force", is_flag=True, help="Replace an existing workflow file.")
 @click.option(
+    "--pages", is_flag=True, help="Also build the MkDocs site and deploy it to GitHub Pages (mkdocs.yml)."
+)
+@click.option(
     "--install",
     "install_spec",
     metavar="SPEC",
@@ -404,13 +407,17 @@ def schedule_github_command(
     cron_expression: str | None,
     output: Path,
     force: bool,
+    pages: bool,
     install_spec: str | None,
 ) -> None:
     """Write a GitHub Actions workflow that syncs on a schedule (in UTC) and on demand, and commits the
-    exports when they changed. Run it from the root of the repository."""
+    exports when they changed; with --pages it also builds the MkDocs site and deploys it to GitHub
+    Pages. Run it from the root of the repository."""
     from .app import schedule
 
-    schedule.write_workflow(state.config, state.say, every, cron_expression, output, force, install_spec)
+    schedule.write_workflow(
+        state.config, state.say, every, cron_expression, output, force, install_spec, pages
+    )
 
 
 # -- errors: one line each -----------------------------------------------------------------------------

@@ -111,9 +111,10 @@ def write_workflow(
     output: Path,
     force: bool,
     install_spec: str | None,
+    pages: bool = False,
 ) -> None:
     expression, words = schedule_of(every, cron_expression)
-    text = github.workflow(config, Path.cwd(), expression, words, install_spec)
+    text = github.workflow(config, Path.cwd(), expression, words, install_spec, pages)
     if output.exists() and not output.is_dir() and not force:  # a folder: write_atomically refuses it
         raise ConfigError(f"{output} exists: --force replaces it")
     write_atomically(output, text)
@@ -121,6 +122,13 @@ def write_workflow(
     if install_spec is None:
         spec = github.default_install(Path.cwd())
         say(f"the runner installs: pip install {spec} (--install SPEC chooses another)")
+    if pages:
+        say(
+            "next: add the repository secret ZOTERO_API_KEY, set Settings → Pages → Source to GitHub "
+            "Actions, commit and push the workflow, then run it once from the Actions tab "
+            "(docs/publishing.md)"
+        )
+        return
     say(
         "next: add the repository secret ZOTERO_API_KEY, commit and push the workflow, then run it "
         "once from the Actions tab (docs/scheduling.md)"

@@ -1,5 +1,6 @@
 """A GitHub Actions workflow that runs `zotsync sync --exit-code` on a schedule and commits the exports
-when they changed. Paths in it are relative to the repository root: the folder it is written from."""
+when they changed; with `pages`, it also builds the MkDocs site and deploys it to GitHub Pages. Paths in
+it are relative to the repository root: the folder it is written from."""
 
 from __future__ import annotations
 
@@ -18,8 +19,13 @@ from ..config import Config
 from ..errors import ConfigError
 from . import fill, fit_for_a_job, template
 
+# What the runner installs to build the site: MkDocs with the Material theme (its docs are the recipe).
+SITE_INSTALL = "mkdocs-material>=9.5,<10"
 
-def workflow(config: Config, root: Path, cron: str, when: str, install: str | None = None) -> str:
+
+def workflow(
+    config: Config, root: Path, cron: str, when: str, install: str | None = None, pages: bool = False
+) -> str:
     if config.source.type == "local":
         raise ConfigError(
             "a GitHub runner cannot read the Zotero database on this computer: use source.type web"
@@ -30,15 +36,54 @@ def workflow(config: Config, root: Path, cron: str, when: str, install: str | No
         _inside(root, config.source.path, "snapshot")
     config_path = fit_for_a_job("config file", _inside(root, config.path, "config file"))
     store = fit_for_a_job("store", _inside(root, config.store, "store"))
+    mkdocs = fit_for_a_job("MkDocs config", site_config(root, config)) if pages else ""
     return fill(
-        template("zotsync.yml"),
+        template("zotsync-pages.yml" if pages else "zotsync.yml"),
         cron=cron,
         when=when,
         install=shlex.quote(fit_for_a_job("install spec", install or default_install(root))),
+        site_install=shlex.quote(SITE_INSTALL),
         config=shlex.quote(config_path),
         store=json.dumps(store),  # a YAML string
         exports=shlex.quote(exports),
+        mkdocs=shlex.quote(mkdocs),
     )
+
+
+def site_config(root: Path, config: Config) -> str:
+    """The site's mkdocs.yml (at the repository's root), checked to publish the exports: they must lie in
+    its docs folder, or the site would not show the page."""
+    path = root / "mkdocs.yml"
+    if not path.is_file():
+        raise ConfigError(
+            f"--pages builds the MkDocs site of {path}, which does not exist: write one "
+            "(docs/publishing.md has one to start from)"
+        )
+    docs = root / (_docs_dir(path) or "docs")
+    try:
+        config.exports.dir.resolve().relative_to(docs.resolve())
+    except ValueError:
+        raise ConfigError(
+            f"exports.dir {config.exports.dir} is outside the site's docs folder {docs}: the site would not "
+            "show the page; put exports.dir inside it (e.g. docs/reading-list)"
+        ) from None
+    return path.relative_to(root).as_posix()
+
+
+def _docs_dir(path: Path) -> str | None:
+    """`docs_dir` of an mkdocs.yml; its tags (`!!python/name:…`, `!ENV`) are read as nothing."""
+    import yaml
+
+    class _Tolerant(yaml.SafeLoader):
+        pass
+
+    _Tolerant.add_multi_constructor("", lambda loader, suffix, node: None)
+    try:
+        settings = yaml.load(path.read_text(encoding="utf-8"), Loader=_Tolerant)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    value = settings.get("docs_dir") if isinstance(settings, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def default_install(root: Path) -> str:
