@@ -136,9 +136,15 @@ class Table:
 
 def table_row(row: Placement, labels: Labels, words: Words) -> str:
     # Data that shows nothing (empty, or only spaces and controls) gives way to the page's words.
+    # Inline, not venue_cell and why_cell: a 100k-row page runs this once per row.
     title = cell(row.title) or words.no_title
-    venue = venue_cell(row, words)
-    why = why_cell(row, labels)
+    venue = cell(row.venue) or (f"{words.no_venue} · {cell(row.year)}" if row.year else words.no_venue)
+    tags = row.tags
+    why = cell(row.why) or (
+        (cell(labels.tags + " / ".join(tags)) if len(tags) <= MAX_TAGS_SHOWN else why_cell(row, labels))
+        if tags
+        else ""
+    )
     links = " / ".join(link(label, shown.url, cell) for label, shown in link_labels(row.links, labels))
     return f"| {words.status[row.status == 'read', row.noted]} | {title} | {venue} | {why} | {links} |"
 
