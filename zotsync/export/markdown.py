@@ -64,18 +64,21 @@ def render_markdown(
 def summary(rows: Sequence[Placement], labels: Labels) -> str:
     """The counts under the title: entries (rows), and papers too when some sit in several categories."""
     read = sum(row.status == "read" for row in rows)
-    papers: dict[str, bool] = {}  # paper → read in any of its rows
-    for row in rows:
-        paper = row.zotero_key or "title:" + normalize.title(row.title)
-        papers[paper] = papers.get(paper, False) or row.status == "read"
+    # a paper is its Zotero item, else (an unmatched curated entry) its title; no call per row
+    papers = {row.zotero_key or "title:" + normalize.title(row.title) for row in rows}
     if len(papers) == len(rows):
         return line(labels.summary.format(entries=len(rows), read=read, unread=len(rows) - read))
-    read_papers = sum(papers.values())
+    read_papers = len({_paper(row) for row in rows if row.status == "read"})  # read in any of its rows
     return line(
         labels.summary_papers.format(
             papers=len(papers), entries=len(rows), read=read_papers, unread=len(papers) - read_papers
         )
     )
+
+
+def _paper(row: Placement) -> str:
+    """Which paper a row shows: its Zotero item, else (an unmatched curated entry) its title."""
+    return row.zotero_key or "title:" + normalize.title(row.title)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,7 @@ class Table:
 
     header: str
     cells: tuple[Callable[[Placement], str], ...]
+    seed: tuple[Labels, Words] | None = None  # the seed page's table: one `table_row` call per row
 
     @classmethod
     def of(cls, labels: Labels, layout: Layout, here: str = PAGE) -> Table:
@@ -111,8 +115,7 @@ class Table:
         names = [cell(getattr(labels, COLUMN_LABELS[column])) for column in columns]
         header = "| " + " | ".join(names) + " |\n|" + " --- |" * len(columns)
         if columns == COLUMNS and not layout.venue_length and "/" not in here:
-            # the seed page's table, which a 100k-row page renders row by row: one call per row
-            return cls(header, (lambda row: table_row(row, labels, words),))
+            return cls(header, (), (labels, words))
         make: dict[str, Callable[[Placement], str]] = {
             "status": lambda row: words.status[row.status == "read", row.noted],
             "paper": lambda row: cell(row.title) or words.no_title,
@@ -127,8 +130,9 @@ class Table:
 
     def render(self, rows: Iterator[Placement] | Sequence[Placement]) -> str:
         cells = self.cells
-        if len(cells) == 1:  # the seed page's row, whole
-            body = "\n".join(cells[0](row) for row in rows)
+        if self.seed is not None:
+            labels, words = self.seed
+            body = "\n".join(table_row(row, labels, words) for row in rows)
         else:
             body = "\n".join("| " + " | ".join(make(row) for make in cells) + " |" for row in rows)
         return f"{self.header}\n{body}"
