@@ -432,3 +432,34 @@ def test_web_links_are_the_item_pages_below_the_library_page_the_web_api_names(
     assert "[Zotero](https://www.zotero.org/tester/items/TRMSAAAA)" in page
     # no zotero:// link at all: a curator's own (the demo catalogue has one) goes too
     assert "zotero://" not in page and "Categorical Foundations for CuTe Layouts" in page
+
+
+def test_init_writes_every_publishing_key_with_its_choice_and_each_line_loads(run, tmp_path) -> None:
+    from zotsync.config import load_config
+
+    assert run("init", str(tmp_path / "list"), "--source", "web", "--library-id", "7").code == 0
+    config = tmp_path / "list" / "zotsync.yaml"
+    text = config.read_text(encoding="utf-8")
+    for key in (
+        "scope",
+        "exclude_collections",
+        "exclude_tags",
+        "hide_tags",
+        "zotero_links",
+        "tags_page",
+        "archive_link",
+        "split",
+        "sortable",
+        "columns",
+        "venue_length",
+        "read_tags",
+        "unread_tags",
+    ):
+        assert re.search(rf"^  (# )?{key}: ", text, re.M), key
+    assert "library: every item" in text and "curated: only the categories" in text  # the choice explained
+    loaded = load_config(config)
+    assert (loaded.exports.scope, loaded.exports.zotero_links) == ("library", "local")
+    # every commented key, uncommented, is a valid setting
+    config.write_text(re.sub(r"^  # (\w+: )", r"  \1", text, flags=re.M), encoding="utf-8")
+    loaded = load_config(config)
+    assert loaded.exports.exclude_collections == ("Inbox", "Unfiled") and loaded.exports.split == "category"
