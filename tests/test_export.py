@@ -117,8 +117,9 @@ TRIGGERS = ("=", "+", "-", "@")
 
 
 def written(text: str) -> str:
-    """A data cell as the CSV holds it: CR as LF, the unsafe characters dropped, then guarded."""
-    text = UNSAFE_IN_DATA.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    """A data cell as the CSV holds it: the unsafe characters dropped, then CR (and CRLF) as LF, then
+    guarded (a control between CR and LF goes first: the two are one line break)."""
+    text = UNSAFE_IN_DATA.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
     live = text.startswith(("\t", "\n")) or text.lstrip(BLANKS).startswith(TRIGGERS)
     return "'" + text if live else text
 
