@@ -120,7 +120,8 @@ _PROTECT = re.compile(r"\b(?=\w*[A-Z])\w+[A-Z0-9]\w*\b|\b[A-Z]\w*\d\w*\b")
 def title_value(title: str) -> str:
     """A title with its acronyms and inner capitals braced, so a style's sentence case keeps them."""
     escaped = latex(title)
-    if "{" in escaped:  # commands already braced: protect word by word in the plain stretches only
+    if "{" in escaped or "\\" in escaped:  # commands: protect words in the plain stretches only (a brace
+        # put inside a command, `\{_A}` for `\_A`, would turn it into a literal brace)
         parts = re.split(r"(\{[^{}]*\}|\\[A-Za-z]+\{\}|\\.)", escaped)
         return "".join(part if i % 2 else _protect(part) for i, part in enumerate(parts))
     return _protect(escaped)
