@@ -261,3 +261,23 @@ def axe_source() -> str:
     """axe-core's rules, to run in the page (npm's axe-core)."""
     path = _checker(TOOLS / "axe-core" / "axe.min.js", "axe-core (npm ci in tests/tools)")
     return path.read_text(encoding="utf-8")
+
+
+# -- fake scholarly metadata services (tests/metadata_server.py) for enrichment's tests ------------------
+import metadata_server  # noqa: E402
+
+
+@pytest.fixture
+def metadata_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., metadata_server.MetadataServer]]:
+    """Start fake metadata services on 127.0.0.1, stopped after the test:
+    `metadata_api(Paper(...), ...)`; `server.endpoints()` is what `enrich.endpoints` takes."""
+    started: list[metadata_server.MetadataServer] = []
+
+    def start(*papers: metadata_server.Paper, **options: object) -> metadata_server.MetadataServer:
+        server = metadata_server.MetadataServer(papers, **options)  # type: ignore[arg-type]
+        started.append(server.start())
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

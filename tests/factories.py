@@ -770,3 +770,16 @@ def write_site(folder: Path, library: RealisticLibrary, settings: str = PUBLISHE
         f"# A real reading list\n\n[The list](reading-list/catalog.md){by_tag}\n", encoding="utf-8"
     )
     return config
+
+
+# -- enrichment's tests -------------------------------------------------------------------------------
+
+
+def with_enrichment(config: Path, endpoints: dict[str, str], **keys: Any) -> Path:
+    """`config` (a file without an `enrich` section) with one: enabled, pointed at `endpoints`, and any
+    other `enrich` keys given."""
+    section = {"enabled": True, "endpoints": endpoints, **keys}
+    lines = ["enrich:"] + [f"  {key}: {json.dumps(value)}" for key, value in section.items()]
+    with config.open("a", encoding="utf-8") as stream:
+        stream.write("\n".join(lines) + "\n")
+    return config

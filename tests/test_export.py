@@ -32,16 +32,20 @@ def test_csv_header_and_columns_follow_the_contract() -> None:
         collections=("Top / Sub", "Other"),
         zotero_key="ABCD2345",
         year="2021",
+        venue="OSDI'20",
+        venue_source="dblp",
     )
     text = render_csv([row])
     assert text.splitlines()[0] == ",".join(COLUMNS)
+    contract = "category,status,title,venue,year,why,authors,doi,url,note,noted,zotero_key,tags,collections"
+    assert COLUMNS[:14] == tuple(contract.split(",")) and COLUMNS[14:] == ("venue_source",)
     assert "\r" not in text and text.endswith("\n")
     (parsed,) = list(csv.DictReader(io.StringIO(text)))
     assert parsed == {
         "category": "Cat",
         "status": "read",
         "title": 'A, "quoted" title',
-        "venue": "",
+        "venue": "OSDI'20",
         "year": "2021",
         "why": "",
         "authors": "Hopper, Grace; ACME",
@@ -52,6 +56,7 @@ def test_csv_header_and_columns_follow_the_contract() -> None:
         "zotero_key": "ABCD2345",
         "tags": "x; y",
         "collections": "Top / Sub; Other",
+        "venue_source": "dblp",
     }
 
 

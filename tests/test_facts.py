@@ -169,6 +169,13 @@ def test_a_schema_6_store_keeps_its_facts_when_its_tags_move_into_the_items(tmp_
 
 
 PAGE_ROWS = "SELECT * FROM item_page ORDER BY key"
+
+
+def decoded(rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """Page rows with their JSON columns read: the same rows whatever order a writer gave the keys."""
+    return [tuple(json.loads(v) if isinstance(v, str) and v[:1] in "[{" else v for v in row) for row in rows]
+
+
 SCHEMA = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
 
 
@@ -187,7 +194,8 @@ def test_a_schema_7_store_gets_its_creators_as_arrays_and_keeps_its_page_rows(tm
         assert report.reread == 3 and not report.result.changed
     ((creators,),) = read(path, "SELECT creators FROM items WHERE key = 'PAPER777'")
     assert creators == '[["author","Lovelace","Ada",""],["editor","","","ACM"]]'  # library_file's two
-    assert read(path, PAGE_ROWS) == page_rows
+    # the page rows hold what they held (migration 11 writes them again: the same fields and facts)
+    assert decoded(read(path, PAGE_ROWS)) == decoded(page_rows)
     assert stored_facts(path)["PAPER777"] == json.loads(json.dumps(PAPER_FACTS))
     assert read(path, SCHEMA) == schema
     assert "items_parent" not in {name for _, name, _ in schema}
@@ -222,7 +230,7 @@ def test_reconcile_computes_the_facts_a_library_lacks_with_the_same_derivation(t
 
 # The digest of the derivation FACTS_VERSION names. When this fails, the facts a store holds may no
 # longer be what `item_facts` computes: bump FACTS_VERSION, then record the new digest here.
-RECORDED = (2, "7319484d6ea2dc8b")
+RECORDED = (3, "4a57c794089ca0df")
 
 
 def test_the_derivation_cannot_change_without_its_version() -> None:

@@ -215,3 +215,18 @@ def test_the_catalogue_templates_example_stays_true_after_an_adoption(project: P
     assert "\ncategories: []" not in text and "the `[]` above" not in text
     example = "\n".join(line[1:] if line.startswith("#  ") else line for line in text.splitlines())
     assert [c["name"] for c in yaml.safe_load(example)["categories"]] == ["First", "Compilers"]
+
+
+def test_the_config_init_writes_names_enrichment_commented_out_and_what_leaves_the_machine(
+    tmp_path: Path, run
+) -> None:
+    assert run("init", str(tmp_path / "list"), "--source", "web", "--library-id", "1").code == 0
+    text = (tmp_path / "list" / "zotsync.yaml").read_text(encoding="utf-8")
+    assert "# enrich:\n#   enabled: true\n" in text
+    assert "title and first author then leave this machine" in text
+    uncommented = text.replace("# enrich:", "enrich:").replace("#   enabled:", "  enabled:")
+    uncommented = uncommented.replace("#   mailto:", "  mailto:")
+    (tmp_path / "list" / "zotsync.yaml").write_text(uncommented, encoding="utf-8")
+    from zotsync.config import load_config
+
+    assert load_config(tmp_path / "list" / "zotsync.yaml").enrich.enabled is True

@@ -204,6 +204,21 @@ def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_cod
     return 3 if exit_code and result.changed else 0
 
 
+@cli.command("enrich")
+@click.option("--dry-run", is_flag=True, help="Print what would be filled, and from where; write nothing.")
+@click.option("--refresh", is_flag=True, help="Ask again about every item, whatever was answered before.")
+@pass_state
+def enrich_command(state: _State, dry_run: bool, refresh: bool) -> None:
+    """Fill in missing venues, years and DOIs from DBLP, Crossref, OpenAlex and arXiv now (whatever
+    enrich.enabled says): titles and first authors leave the machine."""
+    from .app import enrich
+
+    result = enrich.run_enrich(state.config, dry_run=dry_run, refresh=refresh)
+    if result.answers:  # one line per item whatever its title holds
+        click.echo("\n".join(one_line(answer.line(dry_run)) for answer in result.answers))
+    state.say(result.summary())
+
+
 @cli.command("status")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @pass_state

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from . import model, normalize
 from .model import Item
 
-FACTS_VERSION = 2
+FACTS_VERSION = 3  # 3: a book's venue is its publisher, a thesis's its university, a report's its institution
 
 
 class ItemFacts(NamedTuple):
@@ -73,6 +73,7 @@ def derivation_digest() -> str:
         repr(value)
         for value in (
             model.VENUE_FIELDS,
+            sorted(model.PUBLISHER_FIELDS.items()),
             model._YEAR.pattern,
             normalize._DOI_PREFIX.pattern,
             normalize._NOT_WORD_OR_SPACE.pattern,

@@ -39,6 +39,13 @@ VENUE_FIELDS: tuple[str, ...] = (
     "university",
     "company",
 )
+# Item types whose venue is who published them (a book's publisher, a thesis's university, a report's
+# institution), their kind of document only when that is missing; every other type looks at VENUE_FIELDS.
+PUBLISHER_FIELDS: dict[str, tuple[str, ...]] = {
+    "book": ("publisher",),
+    "thesis": ("university", "thesisType"),
+    "report": ("institution", "reportType"),
+}
 
 # An item or collection key as Zotero makes them: 8 characters, digits 2–9 and capitals without O (a
 # key that is not one would make a snapshot zotsync refuses to read back).
@@ -156,7 +163,7 @@ class Item:
     def venue_source(self) -> str:
         """Where the work appeared, as Zotero spells it (empty when unknown)."""
         fields = self.fields  # a plain loop: this runs once per item per export (100k at scale)
-        for name in VENUE_FIELDS:
+        for name in PUBLISHER_FIELDS.get(self.item_type, VENUE_FIELDS):
             value = fields.get(name)
             if isinstance(value, str) and (value := value.strip()):
                 return value
@@ -436,6 +443,32 @@ class Changes:
     trust_versions: bool = True
 
 
+# The processor whose results reconcile reads (`Library.derived[ENRICHMENT]`: item key → Enrichment).
+ENRICHMENT = "enrich"
+
+# Where preprints are posted, as a venue names them ("arXiv", DBLP's "CoRR", "bioRxiv"…): an item there
+# is a preprint whose published version a metadata service may know.
+_PREPRINT_SERVER = re.compile(r"^(?:arxiv|corr|biorxiv|medrxiv|chemrxiv|techrxiv|ssrn|research square)\b")
+
+
+def is_preprint(item_type: str, venue: str) -> bool:
+    """Whether an item of `item_type` that Zotero says appeared in `venue` is a preprint."""
+    return item_type == "preprint" or bool(_PREPRINT_SERVER.match(venue.strip().casefold()))
+
+
+class Enrichment(NamedTuple):
+    """What a metadata service found for a Zotero item (zotsync/processing/enrich), as reconcile reads
+    it: the venue as the service names it, and what to fill where Zotero has nothing."""
+
+    service: str  # dblp, crossref, openalex or arxiv
+    venue: str  # as the service names it: "OSDI", "Proceedings of the … Symposium on …", "arXiv"
+    venue_key: str  # DBLP's stream of the venue ("osdi" of conf/osdi/…), which the short names know
+    venue_year: str  # the year of that venue (the published version's, for a preprint)
+    published: bool  # a published venue, not a preprint server
+    year: str  # the year to fill where Zotero has none
+    doi: str  # the DOI to fill where Zotero has none
+
+
 class Link(NamedTuple):
     label: str
     url: str
@@ -500,6 +533,8 @@ class Placement(NamedTuple):
     collections: tuple[str, ...]
     curated_title: str = ""  # the title the curator wrote; empty for a row that only Zotero knows
     added: str = ""  # the day the item joined the library (YYYY-MM-DD); empty for an unmatched entry
+    # where `venue` came from: curated, zotero, or the metadata service that found it; empty when unknown
+    venue_source: str = ""
 
     @property
     def curated(self) -> bool:

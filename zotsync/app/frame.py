@@ -35,6 +35,7 @@ def catalogue_frame(config: Config) -> pandas.DataFrame:
             "zotero_key": [r.zotero_key for r in rows],
             "tags": [list(r.tags) for r in rows],
             "collections": [list(r.collections) for r in rows],
+            "venue_source": [r.venue_source for r in rows],
         }
     frame = pandas.DataFrame(columns)
     frame["year"] = frame["year"].astype("Int64")

@@ -169,6 +169,12 @@ def config_text(source: str, library_type: str, library_id: str, path: Path) -> 
             "  formats: [md, csv]",
             "  language: en                  # en | zh: the page's own words; exports.labels overrides one",
             *PAGE_LINES,
+            "# Fill in missing venues, years and DOIs from DBLP, Crossref, OpenAlex and arXiv (off unless",
+            "# you turn it on: each paper's title and first author then leave this machine; see",
+            "# docs/enrichment.md):",
+            "# enrich:",
+            "#   enabled: true",
+            "#   mailto: you@example.org     # for Crossref's and OpenAlex's polite pools",
             "",
         ]
     )

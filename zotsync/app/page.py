@@ -15,7 +15,7 @@ from ..export.base import Layout
 from ..export.markdown import category_files
 from ..formats import Needs
 from ..gcpause import bulk_phase
-from ..model import Catalogue, Library, Placement
+from ..model import ENRICHMENT, Catalogue, Library, Placement
 from ..reconcile import Options, Reconciliation, reconcile
 from ..reconcile.scope import PageScope, page_rows
 from ..reconcile.venue import load_venue_table
@@ -42,7 +42,8 @@ def merge(
     attachments, which only those links read."""
     library = store.load_page(creators, attachments=links)
     library = processing.attach_all(library, {name: store.derived(name) for name in processing.BUILT_IN})
-    reconciliation = reconcile(catalogue, library, options_of(config, links))
+    enriched = bool(library.derived.get(ENRICHMENT))
+    reconciliation = reconcile(catalogue, library, options_of(config, links, enriched))
     rows = page_rows(reconciliation.placements, scope_of(config, catalogue))
     page = Page(catalogue.title, catalogue.description, rows, config.exports.labels, layout_of(config))
     return Merged(page, reconciliation, library)
@@ -55,19 +56,25 @@ def layout_of(config: Config) -> Layout:
 
 def rows_under(config: Config, catalogue: Catalogue, library: Library) -> tuple[Placement, ...]:
     """The page's rows under `config`'s settings, without links (what the change digest compares)."""
-    reconciliation = reconcile(catalogue, library, options_of(config, links=False))
+    enriched = bool(library.derived.get(ENRICHMENT))
+    reconciliation = reconcile(catalogue, library, options_of(config, False, enriched))
     return page_rows(reconciliation.placements, scope_of(config, catalogue))
 
 
-def options_of(config: Config, links: bool = True) -> Options:
+def options_of(config: Config, links: bool = True, enriched: bool = False) -> Options:
+    """`enriched`: the library holds what a metadata service found (its venues get shortened)."""
     settings = config.reconcile
+    venues = load_venue_table(settings.venues) if settings.abbreviate_venues else None
     return Options(
         read_tags=settings.read_tags,
         unread_tags=settings.unread_tags,
         archive_link=config.exports.archive_link,
-        venues=load_venue_table(settings.venues) if settings.abbreviate_venues else None,
+        venues=venues,
         zotero_links=links,
         zotero_link_kind=config.exports.zotero_links,
+        # a service's venue is shortened even where Zotero's proceedings titles are spelt out
+        enriched_venues=venues or (load_venue_table() if enriched else None),
+        prefer_published=config.enrich.prefer_published,
     )
 
 

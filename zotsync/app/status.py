@@ -12,7 +12,8 @@ from typing import Any
 from ..catalogue import load_catalogue
 from ..config import Config
 from ..gcpause import bulk_phase
-from ..model import Catalogue, Placement, in_collections
+from ..model import ENRICHMENT, Catalogue, Library, Placement, in_collections
+from ..processing import Derived
 from ..reconcile import MatchResult
 from ..reconcile.categories import near_duplicates
 from ..text import blank
@@ -47,6 +48,16 @@ class CatalogueSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class EnrichmentSummary:
+    """What the metadata services answered (`zotsync enrich`, or `sync` with `enrich.enabled`)."""
+
+    items: dict[str, int]  # items by their answer: filled, ambiguous, not_found
+    # service → what it answered: filled, ambiguous, not_found, preprint (it knew only the preprint)
+    services: dict[str, dict[str, int]]
+    ambiguous: list[dict[str, Any]]  # each item left ambiguous: zotero_key, title, candidates
+
+
+@dataclass(frozen=True, slots=True)
 class StatusReport:
     """What `zotsync status` reports; `to_json` is what `status --format json` prints. Each list holds
     one JSON-shaped record per finding (docs/commands.md names their fields)."""
@@ -62,6 +73,9 @@ class StatusReport:
     inbox: list[dict[str, str]]
     untitled: list[dict[str, Any]]
     status_conflicts: list[dict[str, str]]
+    enrichment: EnrichmentSummary = dataclasses.field(
+        default_factory=lambda: EnrichmentSummary({"filled": 0, "ambiguous": 0, "not_found": 0}, {}, [])
+    )
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -79,6 +93,7 @@ def _status_report(config: Config) -> StatusReport:
     with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = store.sync_state
+        answers = store.derived(ENRICHMENT)
     # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
     # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
     rows, every, library = merged.page.rows, merged.reconciliation.placements, merged.library
@@ -136,7 +151,31 @@ def _status_report(config: Config) -> StatusReport:
         status_conflicts=[
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
+        enrichment=enrichment_summary(answers, library),
     )
+
+
+def enrichment_summary(answers: dict[str, Derived], library: Library) -> EnrichmentSummary:
+    """Items counted by their answer, each service by what it answered, and the ambiguous items with
+    their candidates (in title order), for the items still in the library."""
+    titles = {item.key: item.title for item in library.items if item.is_regular and not item.deleted}
+    items: Counter[str] = Counter({"filled": 0, "ambiguous": 0, "not_found": 0})
+    services: dict[str, Counter[str]] = {}
+    ambiguous = []
+    for key, answer in answers.items():
+        value = answer.value if isinstance(answer.value, dict) else {}
+        outcome = str(value.get("outcome", ""))
+        if key not in titles or outcome not in items:
+            continue
+        items[outcome] += 1
+        for service, said in (value.get("asked") or {}).items():
+            known = Counter({"filled": 0, "ambiguous": 0, "not_found": 0, "preprint": 0})
+            services.setdefault(service, known)[said] += 1
+        if outcome == "ambiguous":
+            candidates = value.get("candidates", [])
+            ambiguous.append({"zotero_key": key, "title": titles[key], "candidates": candidates})
+    ambiguous.sort(key=lambda a: (a["title"].casefold(), a["zotero_key"]))
+    return EnrichmentSummary(dict(items), {s: dict(c) for s, c in services.items()}, ambiguous)
 
 
 def origin(source_id: str) -> str:
@@ -246,7 +285,35 @@ def format_text(report: dict[str, Any]) -> str:
         lines.append(f"{heading}: {len(rows)}")
         lines += [f"  - {show(row)}" for row in rows]
     lines.append(f"items no curated entry claims: {lib['uncurated']} (`zotsync list --uncurated` lists them)")
+    lines += _enrichment_lines(report["enrichment"])
     return "\n".join(lines)
+
+
+def _where(candidate: dict[str, Any]) -> str:
+    return " ".join(str(v) for v in (candidate.get("venue"), candidate.get("year")) if v) or "?"
+
+
+def _enrichment_lines(summary: dict[str, Any]) -> list[str]:
+    """What the metadata services answered; nothing when they were never asked."""
+    if not summary["services"]:
+        return []
+    items = summary["items"]
+    lines = [
+        f"enrichment: {items['filled']} items filled, {items['ambiguous']} ambiguous, "
+        f"{items['not_found']} not found",
+        *(
+            f"  - {service}: {counts['filled']} filled, {counts['ambiguous']} ambiguous, "
+            f"{counts['not_found']} not found, {counts['preprint']} known only as a preprint"
+            for service, counts in summary["services"].items()
+        ),
+        f"ambiguous enrichment (venue left unknown; check the candidates): {len(summary['ambiguous'])}",
+    ]
+    for item in summary["ambiguous"]:
+        candidates = "; ".join(
+            f"{c.get('service')}: {c.get('title')} ({_where(c)})" for c in item["candidates"]
+        )
+        lines.append(f"  - {item['title']} [{item['zotero_key']}] — {candidates or 'no candidate'}")
+    return lines
 
 
 def _unmatched(entry: dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""One CSV row per placement, columns exactly as the contract names them.
+"""One CSV row per placement: the contract's columns in its order, then `venue_source` (where the venue
+came from: curated, zotero, or the metadata service that found it; empty when unknown).
 
 The standard library's writer: byte for byte what pandas wrote (pandas writes through it too), faster
 at 100k rows, and nothing heavy to import.
@@ -32,6 +33,7 @@ COLUMNS = (
     "zotero_key",
     "tags",
     "collections",
+    "venue_source",
 )
 # A cell starting with one of these gets a `'`. CR and LF: a CR is written as LF, and a cell that started
 # with CR keeps its guard.
@@ -79,6 +81,7 @@ def _record(row: Placement) -> list[str]:
         row.zotero_key,
         "; ".join(row.tags),
         collections_cell(row.collections),
+        row.venue_source,
     ]
     if _NEEDS_CLEANING.search("".join(values)):  # one search a row: most rows need nothing
         values = [one_line_ending(strip_controls(value)) for value in values]

@@ -10,6 +10,10 @@ A processor is one module listed in BUILT_IN, whose PROCESSOR has:
 - `attach(library, results) -> Library`: the library as the page sees it, with the results joined in
   (`Library.derived`): reconcile reads them there, never from the store.
 
+A processor that has nothing to do should learn it cheaply: `Job.remember` keeps a small note of its own
+between runs (say, the store's content generation when it last found nothing due), which `Job.mark`
+gives back, so that an unchanged library costs it no load of the page and no request.
+
 Each result is a `Derived` record per item key: what it was made from (`inputs`, a digest the processor
 chooses, so that an unchanged item is not asked about again), the value, and when it was made. Saving
 a changed value bumps the store's content generation, so the next export renders with it; the
@@ -20,6 +24,7 @@ covers everything a processor's results depend on.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +40,7 @@ from ..store.derived import Derived
 log = logging.getLogger("zotsync")
 
 # Processor name → the module whose PROCESSOR it is, in the order `sync` runs them.
-BUILT_IN: dict[str, str] = {}
+BUILT_IN: dict[str, str] = {"enrich": "zotsync.processing.enrich"}
 
 __all__ = ["BUILT_IN", "Derived", "Job", "Processor", "Report", "attach_all", "get", "run_stage"]
 
@@ -75,6 +80,30 @@ class Job:
             return False
         return self.store.save_derived(self.name, results, forget)
 
+    def mark(self) -> Any:
+        """What this processor noted at the end of its last run (`remember`); None when nothing."""
+        return _marks(self.store).get(self.name)
+
+    def remember(self, mark: Any) -> None:
+        """Note `mark` (JSON-shaped; None forgets it) for the next run. Not library content: the page is
+        not rendered again for it. Nothing is noted in a dry run."""
+        if self.dry_run:
+            return
+        marks = _marks(self.store)
+        if mark is None:
+            marks.pop(self.name, None)
+        else:
+            marks[self.name] = mark
+        self.store.remember(processor_marks=json.dumps(marks, sort_keys=True) if marks else None)
+
+
+def _marks(store: Store) -> dict[str, Any]:
+    try:
+        marks = json.loads(store.sync_state.processor_marks or "{}")
+    except ValueError:  # a hand-edited store: the processors do their work and note it again
+        return {}
+    return marks if isinstance(marks, dict) else {}
+
 
 class Processor(Protocol):
     name: str
@@ -101,7 +130,10 @@ def run_stage(
         processor = get(name)
         if processor.enabled(config):
             job = Job(config, store, name, deadline if deadline is not None else config.sync.deadline, now)
-            reports.append(processor.run(job))
+            report = processor.run(job)
+            for warning in report.warnings:  # said once, here: a processor never fails the run for them
+                log.warning(warning)
+            reports.append(report)
     return reports
 
 

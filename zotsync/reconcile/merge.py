@@ -2,7 +2,9 @@
 
 Field owners: the curator owns category, status, why, note marker, links and a venue override; Zotero
 owns title, authors, date, DOI, URL, tags, collections and attachments. A curated field left empty is
-filled from Zotero.
+filled from Zotero; what Zotero lacks (a venue, a year, a DOI) from what a metadata service found
+(`Library.derived`, zotsync/processing/enrich), and a preprint's venue from its published version's
+when `prefer_published`.
 """
 
 from __future__ import annotations
@@ -13,9 +15,20 @@ from dataclasses import dataclass, field
 
 from .. import normalize
 from ..facts import ItemFacts
-from ..model import Catalogue, CatalogueEntry, Item, Library, Link, Placement, Status
+from ..model import (
+    ENRICHMENT,
+    Catalogue,
+    CatalogueEntry,
+    Enrichment,
+    Item,
+    Library,
+    Link,
+    Placement,
+    Status,
+    is_preprint,
+)
 from .match import MatchResult, item_arxiv_ids, match
-from .venue import VenueTable, derive_venue
+from .venue import VenueTable, derive_venue, enriched_venue
 
 UNFILED = "Unfiled"
 
@@ -32,6 +45,11 @@ class Options:
     # Which links into Zotero a row gets: local (zotero://, which open the desktop app), web (the item's
     # page on zotero.org, when the library's is known) or none (a page for visitors, who have neither).
     zotero_link_kind: str = "local"
+    # What a metadata service found: its venues shortened with this table (OSDI'20) whatever `venues` is
+    # (a service names no proceedings title to spell out); a preprint shows its published version's
+    # venue when `prefer_published`.
+    enriched_venues: VenueTable | None = None
+    prefer_published: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +67,9 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             children[item.parent_key].append(item)
     paths = library.collection_paths()
     facts = matches.facts  # of every item a row can show
-    row = _RowBuilder(options, children, paths, facts, library.library_url)
+    row = _RowBuilder(
+        options, children, paths, facts, library.derived.get(ENRICHMENT) or {}, library.library_url
+    )
 
     rows: dict[str, list[Placement]] = {c.name: [] for c in catalogue.categories}
     conflicts: list[tuple[str, Status, Status]] = []
@@ -115,6 +135,7 @@ class _RowBuilder:
     children: dict[str, list[Item]]
     paths: dict[str, str]
     facts: Mapping[str, ItemFacts]  # of every item a row is built for
+    enriched: Mapping[str, Enrichment]  # item key → what a metadata service found
     library_url: str = ""  # the library's web page, for `zotero_link_kind` web
     # Per run, not per row: the read and unread tags as sets, and both (the status tags, never shown).
     read_tags: frozenset[str] = field(init=False)
@@ -144,6 +165,7 @@ class _RowBuilder:
                 tags=(),
                 collections=(),
                 curated_title=entry.title,
+                venue_source="curated" if entry.venue else "",
             )
         base = self.uncurated(item, entry.category)
         return Placement(
@@ -163,17 +185,32 @@ class _RowBuilder:
             collections=base.collections,
             curated_title=entry.title,
             added=base.added,
+            venue_source="curated" if entry.venue else base.venue_source,
         )
 
     def uncurated(self, item: Item, category: str) -> Placement:
         status_tags, paths, tags, collections = self.status_tags, self.paths, item.tags, item.collections
         facts = self.facts[item.key]
         year, doi, url = facts.year, facts.doi, facts.url
+        found = self.enriched.get(item.key) if self.enriched else None
+        if found is not None:
+            year, doi = year or found.year, doi or found.doi
+        venue = derive_venue(item, self.options.venues, year, facts.venue_source)
+        source = "zotero" if venue else ""
+        if found is not None and (
+            not venue
+            or (
+                found.published
+                and self.options.prefer_published
+                and is_preprint(item.item_type, facts.venue_source)
+            )
+        ):
+            venue, source = enriched_venue(found, self.options.enriched_venues, year), found.service
         return Placement(
             category=category,
             status=self.zotero_status(item, facts) or "unread",
             title=item.title,
-            venue=derive_venue(item, self.options.venues, year, facts.venue_source),
+            venue=venue,
             year=year,
             why="",
             authors=facts.authors,
@@ -187,6 +224,7 @@ class _RowBuilder:
             tags=tuple([t.name for t in tags if t.name not in status_tags]) if tags else (),
             collections=tuple([paths[c] for c in collections if c in paths]) if collections else (),
             added=item.get("dateAdded")[:10],
+            venue_source=source if venue else "",
         )
 
     def zotero_status(self, item: Item, facts: ItemFacts) -> Status | None:

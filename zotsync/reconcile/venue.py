@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import normalize
 from ..errors import ConfigError
-from ..model import Item
+from ..model import Enrichment, Item
 from ..yamlio import load_yaml
 
 PROCEEDINGS_TYPES = frozenset({"conferencePaper", "bookSection"})
@@ -24,11 +24,19 @@ class VenueTable:
     phrases: tuple[tuple[str, str], ...] = ()  # (normalised phrase, abbreviation), longest phrase first
     # names → abbreviation: a library names a few hundred venues across its thousands of items
     _found: dict[tuple[str, ...], str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _short: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Sequence[str]]) -> VenueTable:
         pairs = {normalize.title(p): abbr for abbr, phrases in table.items() for p in phrases}
         return cls(tuple(sorted(pairs.items(), key=lambda pair: (-len(pair[0]), pair[0]))))
+
+    def short_name(self, name: str) -> str:
+        """The table's short name that `name` is, case aside (`osdi`, DBLP's stream key, is OSDI); empty
+        when it names none."""
+        if not self._short:
+            self._short.update({abbr.casefold(): abbr for _, abbr in self.phrases})
+        return self._short.get(name.strip().casefold(), "")
 
     def abbreviation(self, *names: str) -> str:
         found = self._found.get(names)
@@ -78,3 +86,19 @@ def derive_venue(
     if source and year:
         return f"{source} · {year}"
     return source
+
+
+def enriched_venue(found: Enrichment, table: VenueTable | None, year: str) -> str:
+    """The venue a metadata service found, as the page shows it: `OSDI'20` when the table knows its short
+    name (DBLP's stream key `osdi`, its venue `OSDI`, or a phrase of a proceedings title), else
+    `<venue> · <year>`. `year` is the item's, for a venue whose service gave none."""
+    year = found.venue_year or year
+    abbr = ""
+    if table is not None and found.published:
+        abbr = table.short_name(found.venue_key) or table.short_name(found.venue)
+        abbr = abbr or table.abbreviation(found.venue)
+    if abbr:
+        return f"{abbr}'{year[2:]}" if year else abbr
+    if found.venue and year:
+        return f"{found.venue} · {year}"
+    return found.venue

@@ -22,6 +22,7 @@ from ..model import VENUE_FIELDS, Creator, Item, Tag
 # `item_page`, which every upgrade then fills again (`schema.settle`).
 PAGE_FIELDS: tuple[str, ...] = (
     *VENUE_FIELDS,
+    "publisher",  # a book's venue (model.PUBLISHER_FIELDS)
     "date",
     "DOI",
     "extra",

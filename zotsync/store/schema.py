@@ -319,6 +319,13 @@ def feed_entries(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def publisher_on_the_page(db: sqlite3.Connection) -> None:
+    """12: `item_page` keeps a book's publisher (its venue, model.PUBLISHER_FIELDS); emptied here, it is
+    filled again from `items` at the end of the upgrade (`settle`), facts included."""
+    db.execute("DELETE FROM item_page")
+
+
 # Every table a migration makes: a store without the mark (application_id 0, from a zotsync before it) is
 # ours only if it has the migrations table and none but these (`identity.identify`). A new migration's
 # table joins here (tests/test_store.py checks that a new store has no other).

@@ -26,6 +26,8 @@ class SyncState:
     export_record: str | None = None  # what the last complete sync exported (JSON, export/record.py)
     catalogue_rows_at: str | None = None  # when the page rows of the last sync were remembered
     page_settings: str | None = None  # the settings those rows were made with (JSON, app/changes.py)
+    # JSON: processor name → what it noted at the end of its last run (zotsync/processing, `Job.remember`)
+    processor_marks: str | None = None
 
 
 # Field → its row in `sync_state`; the names rows were given before this class, kept.
