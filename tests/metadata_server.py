@@ -124,7 +124,7 @@ class MetadataServer:
         self.too_fast = 0  # requests refused by the rate limit
         self._replays: dict[str, _Answer] = {}
         self._faults: dict[str, deque[Fault]] = defaultdict(deque)
-        self._last: dict[str, float] = {}
+        self._window: dict[str, deque[float]] = defaultdict(deque)  # arrivals in the last second
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
@@ -197,12 +197,14 @@ class MetadataServer:
             faults = self._faults[service]
             fault = faults.popleft() if faults else None
             if fault is None and self.rate:
-                last = self._last.get(service)
-                # 5 % slack for the two clocks' jitter: a client pacing exactly at the limit is never refused
-                if last is not None and now - last < 0.95 / self.rate:
+                # At most `rate` requests in any second, as a real service counts them.
+                window = self._window[service]
+                while window and now - window[0] >= 1.0:
+                    window.popleft()
+                if len(window) >= self.rate:
                     self.too_fast += 1
-                    return Fault.status_code(429, retry_after=1.0 / self.rate)
-                self._last[service] = now
+                    return Fault.status_code(429, retry_after=round(1.0 - (now - window[0]), 3))
+                window.append(now)
             return fault
 
     def answer(self, service: str, path: str, params: Mapping[str, str]) -> _Answer:

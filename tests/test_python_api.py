@@ -35,7 +35,7 @@ def test_sync_then_the_frame_holds_the_demo_rows_as_the_reviewed_csv_does(projec
     with GOLDEN_CSV.open(encoding="utf-8", newline="") as stream:
         golden = list(csv.DictReader(stream))
     assert len(frame) == len(golden) == 64
-    assert list(frame.columns) == list(golden[0])[: len(frame.columns)]
+    assert list(frame.columns) == list(golden[0])  # the CSV's columns, venue_source included
     assert str(frame["year"].dtype) == "Int64" and frame["noted"].dtype == bool
     for record, expected in zip(frame.to_dict("records"), golden, strict=True):
         for column in ("authors", "tags", "collections"):
@@ -45,7 +45,18 @@ def test_sync_then_the_frame_holds_the_demo_rows_as_the_reviewed_csv_does(projec
         year = record["year"]
         assert ("" if year is None or str(year) == "<NA>" else str(year)) == expected["year"]
         assert ("true" if record["noted"] else "false") == expected["noted"]
-        for column in ("category", "status", "title", "venue", "why", "doi", "url", "note", "zotero_key"):
+        for column in (
+            "category",
+            "status",
+            "title",
+            "venue",
+            "why",
+            "doi",
+            "url",
+            "note",
+            "zotero_key",
+            "venue_source",
+        ):
             assert record[column] == expected[column], (column, record["title"])
 
 

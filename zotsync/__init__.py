@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas
 
+    from .app.enrich import EnrichResult
     from .app.pull import PullReport
     from .app.status import StatusReport
     from .app.sync import SyncResult
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 from .version import __version__
 
-__all__ = ["__version__", "catalogue_frame", "load_config", "pull", "status", "sync"]
+__all__ = ["__version__", "catalogue_frame", "enrich", "load_config", "pull", "status", "sync"]
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -58,6 +59,14 @@ def status(config: Config) -> StatusReport:
     from .app.status import status as report
 
     return report(config)
+
+
+def enrich(config: Config, *, dry_run: bool = False, refresh: bool = False) -> EnrichResult:
+    """Fill in missing venues, years and DOIs from the metadata services now (`zotsync enrich`): titles
+    and first authors leave the machine (docs/enrichment.md)."""
+    from .app.enrich import run_enrich
+
+    return run_enrich(config, dry_run=dry_run, refresh=refresh)
 
 
 def catalogue_frame(config: Config) -> pandas.DataFrame:

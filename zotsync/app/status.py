@@ -285,7 +285,7 @@ def format_text(report: dict[str, Any]) -> str:
         lines.append(f"{heading}: {len(rows)}")
         lines += [f"  - {show(row)}" for row in rows]
     lines.append(f"items no curated entry claims: {lib['uncurated']} (`zotsync list --uncurated` lists them)")
-    lines += _enrichment_lines(report["enrichment"])
+    lines += _enrichment_lines(report.get("enrichment") or {})
     return "\n".join(lines)
 
 
@@ -295,7 +295,7 @@ def _where(candidate: dict[str, Any]) -> str:
 
 def _enrichment_lines(summary: dict[str, Any]) -> list[str]:
     """What the metadata services answered; nothing when they were never asked."""
-    if not summary["services"]:
+    if not summary.get("services"):
         return []
     items = summary["items"]
     lines = [

@@ -125,6 +125,8 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
     settings = job.config.enrich
     run = Run()
     now = job.now()
+    if not settings.services:
+        return run  # nothing to ask
     settled = _settled_mark(job, settings)
     if not job.refresh and not job.dry_run and _still_settled(job.mark(), settled, job.store.generation, now):
         run.skipped = True
@@ -144,8 +146,7 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
     stamp = now.isoformat(timespec="seconds")
     with _Services(settings, min(job.deadline, settings.deadline)) as services:
         for index, query in enumerate(due):
-            if services.out_of_time():
-                run.deadline_reached = True
+            if services.exhausted():
                 run.waiting += len(due) - index
                 break
             value = services.ask(query)
@@ -162,7 +163,7 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
                 fresh = []
         run.requests = services.requests
         run.failures = dict(services.failures)
-        run.deadline_reached = run.deadline_reached or services.deadline_reached
+        run.deadline_reached = services.deadline_reached or services.out_of_time()
     job.save(fresh, forget)
     if run.deadline_reached and not run.failures:  # no fault: the rest is for the next run
         log.info("enrichment: enrich.deadline reached; %d items wait for the next run", run.waiting)
@@ -231,6 +232,7 @@ class _Services:
         self.settings = settings
         self.deadline = deadline
         self.failures: dict[str, str] = {}
+        self.out_of_time_for: set[str] = set()  # services whose next request would end past the deadline
         self.deadline_reached = False
         self._asking: dict[str, Asking] = {}
         self._policies: list[RequestPolicy] = []
@@ -250,7 +252,13 @@ class _Services:
         return sum(policy.requests for policy in self._policies)
 
     def out_of_time(self) -> bool:
-        return self.deadline_reached or self._clock.monotonic() >= self._ends
+        return self._clock.monotonic() >= self._ends
+
+    def exhausted(self) -> bool:
+        """Nothing more can be asked in this run: the deadline passed, or every service failed or would
+        end past it."""
+        done = set(self.failures) | self.out_of_time_for
+        return self.out_of_time() or done >= set(self.settings.services)
 
     def ask(self, query: Query) -> dict[str, Any] | None:
         """The answer about `query` to keep; None when a service that would have been asked failed (then
@@ -260,7 +268,7 @@ class _Services:
         fallback: Verdict | None = None  # a preprint's venue, while a published one may come
         complete = True
         for service in self.settings.services:
-            if service in self.failures or self.out_of_time():
+            if service in self.failures or service in self.out_of_time_for or self.out_of_time():
                 complete = False
                 continue
             try:
@@ -308,7 +316,10 @@ class _Services:
         return asking
 
     def _fail(self, service: str, failure: Exception) -> None:
-        if isinstance(failure, RequestFailed) and failure.kind == "deadline" and self.out_of_time():
+        if isinstance(failure, RequestFailed) and failure.kind == "deadline":
+            # The next request (its pace, a backoff, a Retry-After) would end past the run's deadline:
+            # the service is done for this run, and that is no fault of its own.
+            self.out_of_time_for.add(service)
             self.deadline_reached = True
             return
         reason = _why(failure) if isinstance(failure, RequestFailed) else str(failure)
