@@ -283,7 +283,8 @@ def test_a_wait_longer_than_zotsync_takes_leaves_the_service_out_at_once(
     services.inject("dblp", Fault.status_code(503, retry_after=3600))
     result = run("--config", config, "sync")
     assert result.code == 0
-    assert "the server asks to wait 3600 s" in one_warning(result.err)
+    warning = one_warning(result.err)
+    assert "dblp: the server asks to wait 3600 s (Retry-After), longer than zotsync waits (60 s);" in warning
     assert len(services.asked("dblp")) == 1
 
 

@@ -44,6 +44,7 @@ NAME = ENRICHMENT
 RETRY_AFTER = timedelta(days=30)  # "not found", "ambiguous" and preprint-only answers are asked again then
 SAVE_EVERY = 100  # answers kept per store transaction: a run stopped half-way keeps what it learnt
 HOMEPAGE = "https://github.com/zotsync/zotsync"
+MAX_TEXT = 500  # characters of a service's title or venue kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,7 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
     now = job.now()
     if not settings.services:
         return run  # nothing to ask
-    settled = _settled_mark(job, settings)
+    settled = _settled_mark(settings)
     if not job.refresh and not job.dry_run and _still_settled(job.mark(), settled, job.store.generation, now):
         run.skipped = True
         return run
@@ -203,7 +204,7 @@ def _due_at(result: Derived) -> str:
     return (made + RETRY_AFTER).isoformat(timespec="seconds")
 
 
-def _settled_mark(job: Job, settings: EnrichConfig) -> dict[str, Any]:
+def _settled_mark(settings: EnrichConfig) -> dict[str, Any]:
     """What must stay the same for a run to find nothing due without looking: the settings that decide
     what is due, and this code."""
     what = [settings.services, settings.prefer_published, RETRY_AFTER.total_seconds(), __version__]
@@ -333,6 +334,8 @@ def _why(failure: RequestFailed) -> str:
         return f"cannot be reached (no connection could be made, {failure.after})"
     if failure.reason.startswith(("ConnectError", "connection failed")):
         return f"the connection failed {failure.after}"
+    if failure.kind == "wait":  # the pull's advice ("nothing was stored, try again …") is not ours
+        return failure.reason.partition("; nothing was stored")[0]
     return failure.reason
 
 
@@ -359,8 +362,8 @@ def _value(query: Query, hit: Hit, asked: Mapping[str, str], candidates: list[Hi
     return {
         "outcome": "filled",
         "service": hit.service,
-        "title": hit.title,
-        "venue": hit.venue,
+        "title": hit.title[:MAX_TEXT],
+        "venue": hit.venue[:MAX_TEXT],  # a service's text reaches the page: never a page of its own
         "venue_key": hit.venue_key,
         "venue_year": hit.year,
         "published": hit.published,
