@@ -487,3 +487,17 @@ def test_a_doi_is_looked_up_only_when_it_is_a_doi(project: Path, run, services: 
     by_doi = [r.path for r in services.asked("crossref") if r.path.startswith("/works/")]
     assert by_doi == ["/works/10.1145/3600006.0000001"]  # never /works/see the PDF
     assert venue_of(project, ANSOR) == ("OSDI'20", "crossref")  # found by its title instead
+
+
+def test_a_services_endless_venue_never_becomes_a_page_of_its_own(
+    project: Path, run, metadata_api, fake_time: FakeClock
+) -> None:
+    server = metadata_api(Paper(ANSOR, ("Lianmin Zheng",), "2020", "Proceedings " * 1000, dblp="conf/x/Z20"))
+    config = enriched(project, server, services=["dblp"])
+    assert run("-q", "--config", config, "sync").code == 0
+    venue, source = venue_of(project, ANSOR)
+    assert (
+        source == "dblp"
+        and venue.startswith("Proceedings Proceedings")
+        and len(venue) <= 500 + len(" · 2020")
+    )
