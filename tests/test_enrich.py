@@ -420,9 +420,11 @@ def test_status_counts_each_services_answers_and_lists_the_ambiguous_items(
             dblp="conf/gnnsys/XieWYZW22",
         )
     )
-    config = enriched(project, services, services=["dblp"])
+    config = enriched(project, services, services=["dblp", "arxiv"])
     assert run("-q", "--config", config, "sync").code == 0
     report = json.loads(run("--config", config, "status", "--format", "json").out)["enrichment"]
+    arxiv = report["services"]["arxiv"]  # asked only about the items with an arXiv id
+    assert arxiv["not_asked"] > 0 and sum(arxiv.values()) - arxiv["not_asked"] == len(services.asked("arxiv"))
     assert report["services"]["dblp"]["filled"] == 5
     assert report["services"]["dblp"]["ambiguous"] == 1
     assert report["items"]["filled"] == 5 and report["items"]["ambiguous"] == 1

@@ -52,7 +52,8 @@ class EnrichmentSummary:
     """What the metadata services answered (`zotsync enrich`, or `sync` with `enrich.enabled`)."""
 
     items: dict[str, int]  # items by their answer: filled, ambiguous, not_found
-    # service → what it answered: filled, ambiguous, not_found, preprint (it knew only the preprint)
+    # service → what it answered: filled, ambiguous, not_found, preprint (it knew only the preprint),
+    # not_asked (it had no question: arXiv, for an item without an arXiv id)
     services: dict[str, dict[str, int]]
     ambiguous: list[dict[str, Any]]  # each item left ambiguous: zotero_key, title, candidates
 
@@ -151,13 +152,16 @@ def _status_report(config: Config) -> StatusReport:
         status_conflicts=[
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
-        enrichment=enrichment_summary(answers, library),
+        enrichment=enrichment_summary(answers, library, config.enrich.services),
     )
 
 
-def enrichment_summary(answers: dict[str, Derived], library: Library) -> EnrichmentSummary:
-    """Items counted by their answer, each service by what it answered, and the ambiguous items with
-    their candidates (in title order), for the items still in the library."""
+def enrichment_summary(
+    answers: dict[str, Derived], library: Library, order: Sequence[str] = ()
+) -> EnrichmentSummary:
+    """Items counted by their answer, each service by what it answered (in `order`, the services' own,
+    then any other that answered before), and the ambiguous items with their candidates (in title
+    order), for the items still in the library."""
     titles = {item.key: item.title for item in library.items if item.is_regular and not item.deleted}
     items: Counter[str] = Counter({"filled": 0, "ambiguous": 0, "not_found": 0})
     services: dict[str, Counter[str]] = {}
@@ -169,13 +173,14 @@ def enrichment_summary(answers: dict[str, Derived], library: Library) -> Enrichm
             continue
         items[outcome] += 1
         for service, said in (value.get("asked") or {}).items():
-            known = Counter({"filled": 0, "ambiguous": 0, "not_found": 0, "preprint": 0})
+            known = Counter({"filled": 0, "ambiguous": 0, "not_found": 0, "preprint": 0, "not_asked": 0})
             services.setdefault(service, known)[said] += 1
         if outcome == "ambiguous":
             candidates = value.get("candidates", [])
             ambiguous.append({"zotero_key": key, "title": titles[key], "candidates": candidates})
     ambiguous.sort(key=lambda a: (a["title"].casefold(), a["zotero_key"]))
-    return EnrichmentSummary(dict(items), {s: dict(c) for s, c in services.items()}, ambiguous)
+    ranked = sorted(services, key=lambda s: (list(order).index(s) if s in order else len(order), s))
+    return EnrichmentSummary(dict(items), {s: dict(services[s]) for s in ranked}, ambiguous)
 
 
 def origin(source_id: str) -> str:

@@ -278,6 +278,9 @@ class _Services:
                 self._fail(service, failure)
                 complete = False
                 continue
+            if verdict is None:
+                asked[service] = "not_asked"  # it had no question to answer
+                continue
             asked[service] = verdict.outcome
             if verdict.outcome == "filled" and verdict.hit is not None:
                 if verdict.hit.published:

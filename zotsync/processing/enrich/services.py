@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ...model import is_preprint
 from ...net import HttpClient, Limits, Reply
-from .matching import NOT_FOUND, Hit, Query, Verdict, as_mapping, first_text, judge, year_of
+from .matching import Hit, Query, Verdict, as_mapping, first_text, judge, year_of
 
 _T = TypeVar("_T")
 ROWS = 5  # hits asked for per search: enough to see a second version of the paper, or a near title
@@ -278,9 +278,9 @@ _ATOM = "{http://www.w3.org/2005/Atom}"
 _ARXIV = "{http://arxiv.org/schemas/atom}"
 
 
-def ask_arxiv(asking: Asking, query: Query) -> Verdict:
+def ask_arxiv(asking: Asking, query: Query) -> Verdict | None:
     if not query.arxiv:
-        return NOT_FOUND  # arXiv is asked by id only: its search would add nothing DBLP's does not
+        return None  # arXiv is asked by id only: its search would add nothing DBLP's does not
     feed = asking.get("/api/query", {"id_list": query.arxiv, "max_results": 1}, arxiv_feed)
     return judge(query, arxiv_hits(feed))
 
@@ -335,7 +335,8 @@ def journal_name(reference: str) -> str:
 
 # -- the services, by name ---------------------------------------------------------------------------
 
-ASK: dict[str, Callable[[Asking, Query], Verdict]] = {
+# Each service's question about an item; None when it has none to ask (arXiv, for an item without an id).
+ASK: dict[str, Callable[[Asking, Query], Verdict | None]] = {
     "dblp": ask_dblp,
     "crossref": ask_crossref,
     "openalex": ask_openalex,
