@@ -33,6 +33,7 @@ from ...config import Config, EnrichConfig
 from ...facts import item_facts
 from ...model import ENRICHMENT, Enrichment, Library
 from ...net import HttpClient, RequestFailed, RequestPolicy
+from ...net import policy as net_policy
 from ...version import __version__
 from .. import Derived, Job, Report
 from .matching import Hit, Query, Verdict, query_of
@@ -231,14 +232,13 @@ class _Services:
 
     def __init__(self, settings: EnrichConfig, deadline: float) -> None:
         self.settings = settings
-        self.deadline = deadline
         self.failures: dict[str, str] = {}
         self.out_of_time_for: set[str] = set()  # services whose next request would end past the deadline
         self.deadline_reached = False
         self._asking: dict[str, Asking] = {}
         self._policies: list[RequestPolicy] = []
         self._session: Any = None
-        self._clock = RequestPolicy().clock  # the clock every policy of the run uses
+        self._clock = net_policy.REAL_CLOCK  # the clock every policy of the run uses (tests fake it)
         self._ends = self._clock.monotonic() + deadline
 
     def __enter__(self) -> _Services:
