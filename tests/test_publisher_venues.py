@@ -66,14 +66,14 @@ def test_books_theses_and_reports_show_who_published_them(tmp_path: Path, run) -
 
 
 def test_a_store_from_before_keeps_the_publisher_after_its_upgrade(tmp_path: Path, run) -> None:
-    """A store an older zotsync wrote has no publisher on its page rows: migration 11 writes them again."""
+    """A store an older zotsync wrote has no publisher on its page rows: migration 12 writes them again."""
     folder = library(tmp_path)
     synced(folder, run)
     store = folder / "s.sqlite"
     edit(
         store,
         "UPDATE item_page SET fields = json_remove(fields, '$.publisher'), facts = NULL",
-        "DELETE FROM schema_migrations WHERE version > 10",
+        "DELETE FROM schema_migrations WHERE version > 11",
     )
     assert read(store, "SELECT count(*) FROM item_page WHERE fields LIKE '%MIT Press%'") == [(0,)]
     (folder / "out" / "catalog.csv").unlink()
