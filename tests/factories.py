@@ -127,16 +127,31 @@ _AS_SCHEMA_7 = (
 _CREATOR_NAMES = ("creator_type", "last_name", "first_name", "name")
 
 
-# The tables each migration after 8 made, in order: going back drops them.
-_MADE_AFTER_8 = {9: "export_files", 10: "derived", 11: "feed_entries"}
+# The tables (and indexes) each migration after 8 made, in order: going back drops them.
+_MADE_AFTER_8: dict[int, tuple[str, ...]] = {
+    9: ("export_files",),
+    10: ("derived",),
+    11: ("feed_entries",),
+    13: ("search_papers", "search_curated", "search_index", "search_short", "INDEX items_children"),
+}
 
 
 def back_to_schema_8(path: Path) -> None:
     """Turn the store at `path` back into a schema-8 store: without the tables migrations 9 on made."""
+    back_to_schema(path, 8)
+
+
+def back_to_schema(path: Path, schema: int) -> None:
+    """Turn the store at `path` back into the store of `schema` (8 or later): without the tables and
+    indexes the later migrations made, and without their numbers."""
+    made = [name for number, names in _MADE_AFTER_8.items() if number > schema for name in names]
     edit(
         path,
-        *(f"DROP TABLE IF EXISTS {table}" for table in _MADE_AFTER_8.values()),
-        "DELETE FROM schema_migrations WHERE version > 8",
+        *(
+            f"DROP {kind} IF EXISTS {name}"
+            for kind, name in (n.split(" ") if " " in n else ("TABLE", n) for n in made)
+        ),
+        f"DELETE FROM schema_migrations WHERE version > {schema}",
     )
 
 

@@ -7,6 +7,7 @@ The Python API (docs/python-api.md), the same use cases the command line runs:
     result = zotsync.sync(config)                   # what `zotsync sync` does; also zotsync.pull(config)
     frame = zotsync.catalogue_frame(config)         # a pandas DataFrame: one row per placement
     report = zotsync.status(config)                 # what `zotsync status` reports
+    hits = zotsync.search(config, "warp specialization")   # full-text search: one hit per paper
 
 Each function imports what it needs when called, so `import zotsync` stays light (no pandas, no store).
 Failures raise `zotsync.errors.ZotsyncError` subclasses, whose message is the command line's one line.
@@ -22,13 +23,14 @@ if TYPE_CHECKING:
 
     from .app.enrich import EnrichResult
     from .app.pull import PullReport
+    from .app.search import SearchHit
     from .app.status import StatusReport
     from .app.sync import SyncResult
     from .config import Config
 
 from .version import __version__
 
-__all__ = ["__version__", "catalogue_frame", "enrich", "load_config", "pull", "status", "sync"]
+__all__ = ["__version__", "catalogue_frame", "enrich", "load_config", "pull", "search", "status", "sync"]
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -76,3 +78,13 @@ def catalogue_frame(config: Config) -> pandas.DataFrame:
     from .app.frame import catalogue_frame as frame
 
     return frame(config)
+
+
+def search(config: Config, text: str, *, limit: int = 20) -> list[SearchHit]:
+    """Full-text search of the store (`zotsync search`): the papers whose titles, authors, abstracts,
+    tags, curated why, notes and annotations hold every word of `text`, best first, one hit per paper;
+    each with `zotero_key` (empty for a curated entry no item matches), `title`, `categories` (a list),
+    `where` it matched and a `snippet`. Reads the store as the last pull left it."""
+    from .app.search import search as find
+
+    return find(config, text, limit)

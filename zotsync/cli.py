@@ -308,6 +308,33 @@ def list_command(
     state.say(listing.summary(items))
 
 
+@cli.command("search")
+@click.argument("words", metavar="TEXT", nargs=-1, required=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    metavar="N",
+    help="At most N papers.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@pass_state
+def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str) -> None:
+    """Full-text search of the store: titles, authors, abstracts, tags, the curated why, Zotero notes and
+    annotations. One paper per hit, best first, with where it matched and a snippet; every word of TEXT
+    must occur (any script: `张量` finds 张量编译器)."""
+    from .app import search
+
+    hits = search.search(state.config, " ".join(words), limit)
+    if fmt == "json":
+        click.echo(json_safe(json.dumps([hit.as_json() for hit in hits], ensure_ascii=False, indent=2)))
+        return
+    if hits:
+        click.echo("\n".join(search.format_hit(hit) for hit in hits))
+    state.say(search.summary(hits, limit))
+
+
 @cli.command("init")
 @click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(

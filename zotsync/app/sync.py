@@ -19,6 +19,7 @@ from ..store import exclusive_lock
 from .changes import page_changes, record_changes
 from .page import default_output, merge_for, plan, rows_under
 from .pull import PullReport, pull, valve
+from .search import index_catalogue
 from .stores import open_store
 
 
@@ -106,6 +107,7 @@ def run_sync(
                 files,
             )
             written = result.written + record_changes(config, store, changes)
+            index_catalogue(store, catalogue, merged.reconciliation.matches, catalogue_file.digest)
         record = ExportRecord(inputs, store.generation)
         store.record_export(record.dumps(), result.records)
     return SyncResult(report, tuple(written), source.requests, processed)

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..facts import ItemFacts, stored_version
+from ..fulltext import Query
 from ..model import CHILD_TYPES, Changes, Collection, Library
 from ..outputs import FileRecord
+from . import searchindex
 from .codec import items_of, page_items
 from .derived import Derived
 from .failures import cause, store_errors
@@ -111,6 +113,7 @@ class Store:
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+            self.search_index = searchindex.exists(self._db)  # False: this SQLite cannot make one
         except sqlite3.Error as exc:  # a read-only open fails here, at its first read
             self._db.close()
             raise StoreError(f"cannot open the store {path}: {self._open_problem(exc)}") from exc
@@ -204,6 +207,10 @@ class Store:
         if self.sync_state.facts_version != stored_version():
             with self._transaction():
                 refresh_facts(db)
+        if not searchindex.exists(db) and searchindex.available():  # made by a SQLite without FTS5's trigram
+            with self._transaction():
+                searchindex.create(db)
+                searchindex.rebuild(db)
 
     @property
     @store_errors
@@ -380,6 +387,31 @@ class Store:
             )
         ]
 
+    # -- searching ------------------------------------------------------------------------------
+    @store_errors
+    def search(self, query: Query, limit: int) -> list[searchindex.IndexHit]:
+        """The best `limit` papers for `query`, best first (`searchindex.search`)."""
+        if not self.search_index:
+            raise StoreError(
+                f"this Python's SQLite ({sqlite3.sqlite_version}) has no FTS5 trigram tokenizer (SQLite 3.34 "
+                "or later), which search needs"
+            )
+        db = self._db
+        db.execute("BEGIN")  # one read snapshot: the hits and what they show agree, even while a pull commits
+        try:
+            return searchindex.search(db, query, limit)
+        finally:
+            db.execute("COMMIT")
+
+    @store_errors
+    def replace_curated(self, placements: Iterable[searchindex.Curated], made_from: str) -> None:
+        """The search index's catalogue side: `placements` (every curated placement, matched), made from
+        what `made_from` names (kept as sync_state's search_catalogue), in one transaction."""
+        with self._transaction() as db:
+            if self.search_index:
+                searchindex.replace_curated(db, list(placements))
+            write_state(db, {"search_catalogue": made_from})
+
     # -- reading --------------------------------------------------------------------------------
     @store_errors
     def load(self) -> Library:
@@ -413,6 +445,10 @@ class Store:
         known = None if every_membership else {c.key for c in collections}
         items = tuple(items_of(self._db.execute("SELECT * FROM items ORDER BY key"), known, library))
         return Library(items, collections, state.library_version, *library, state.library_url)
+
+    @store_errors
+    def collections(self) -> tuple[Collection, ...]:
+        return self._collections()
 
     def _collections(self) -> tuple[Collection, ...]:
         return tuple(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model import Changes, Item
+from . import searchindex
 from .codec import INSERT_ITEM, INSERT_PAGE, ItemRecord, PageRecord, item_record, page_record
 from .failures import store_errors
 from .schema import BUMP_GENERATION, now
@@ -56,8 +58,9 @@ class Landing:
     """One pull on its way into the store, in one transaction. The source may hand items over while it
     still reads (`add`: written a batch at a time, so a page's objects can go as soon as they are
     written); `finish` writes what is left, lets `check` refuse, removes what the pull removes, writes
-    the collections and the library version, and commits. Leaving the `with` block in any other way (an
-    error, Ctrl-C, a refusal) rolls all of it back: the store stays as it was."""
+    the collections, brings the search index up to date with the items, writes the library version,
+    and commits. Leaving the `with` block in any other way (an error, Ctrl-C, a refusal) rolls all of it
+    back: the store stays as it was, its search index with it."""
 
     def __init__(self, store: Store, source_id: str, rewrite: bool, check: Check | None = None) -> None:
         self.path = store.path  # for store_errors
@@ -70,6 +73,9 @@ class Landing:
         self._check = check
         self._page_before: set[str] = set()  # for `check`, read before anything is written
         self._cache_size: int | None = None  # the connection's own, while the landing uses a larger one
+        # The item keys this pull wrote or removed, and the parents they had before: the search index
+        # makes the rows of their papers anew when the pull finishes.
+        self._touched: set[str] = set()
 
     def __enter__(self) -> Landing:
         return self
@@ -117,6 +123,7 @@ class Landing:
             if same_version and record == _stored_record(db, item.key):
                 continue
             pending[item.key] = (record, page_record(record, item))
+            self._touched.add(item.key)
             if first_copy and stored_version is None:
                 result.items_added += 1
             elif first_copy:
@@ -127,6 +134,7 @@ class Landing:
 
     def _write(self, pending: dict[str, tuple[ItemRecord, PageRecord]]) -> None:
         if pending:
+            self._touch_parents([key for key in pending if key in self._known])
             self._db.executemany(INSERT_ITEM, [record for record, _ in pending.values()])
             self._db.executemany(INSERT_PAGE, [page for _, page in pending.values()])
             pending.clear()
@@ -139,6 +147,7 @@ class Landing:
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
         self.arrived.clear()
+        self._touched.clear()
         self.result = ApplyResult()
 
     @store_errors
@@ -184,8 +193,15 @@ class Landing:
         if changes.complete:
             gone |= known.keys() - self.arrived.keys()
         removed = sorted(gone & known.keys())
+        self._touch_parents(removed)
+        self._touched.update(removed)
         db.executemany("DELETE FROM items WHERE key = ?", ((key,) for key in removed))
         result.items_removed += len(removed)
+        if self._store.search_index:
+            if known:
+                searchindex.update(db, self._touched)
+            else:  # the first pull into this store (or a library replaced): every paper is new
+                searchindex.rebuild(db)
         if self._replaced or result.changed:
             db.execute(BUMP_GENERATION)
 
@@ -204,6 +220,17 @@ class Landing:
         )
         db.execute("COMMIT")
         return result
+
+    def _touch_parents(self, keys: list[str]) -> None:
+        """The parents `keys` have in the store now, before the pull rewrites or removes them: a note
+        moved to another paper, or removed, changes that paper's text too."""
+        for start in range(0, len(keys), BATCH):
+            rows = self._db.execute(
+                "SELECT parent_key FROM items WHERE parent_key IS NOT NULL"
+                " AND key IN (SELECT value FROM json_each(?))",
+                (json.dumps(keys[start : start + BATCH]),),
+            )
+            self._touched.update(parent for (parent,) in rows)
 
 
 def _stored_record(db: sqlite3.Connection, key: str) -> ItemRecord:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..facts import stored_version
+from . import searchindex
 from .codec import (
     COMPACT_JSON,
     INSERT_PAGE,
@@ -326,6 +327,18 @@ def publisher_on_the_page(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM item_page")
 
 
+@migration
+def search_index(db: sqlite3.Connection) -> None:
+    """13: full-text search (`zotsync search`): the FTS5 tables of `store/searchindex.py`, filled from the
+    items (the catalogue's side follows with the next sync or search), and an index on the children's
+    `parent_key`, which finds a paper's notes and annotations when a pull changes one. A Python whose
+    SQLite lacks FTS5's trigram tokenizer (before 3.34) gets none; a later writable open with one that
+    has it builds them then (`db.Store._migrate`)."""
+    if searchindex.available():
+        searchindex.create(db)
+        searchindex.rebuild(db)
+
+
 # Every table a migration makes: a store without the mark (application_id 0, from a zotsync before it) is
 # ours only if it has the migrations table and none but these (`identity.identify`). A new migration's
 # table joins here (tests/test_store.py checks that a new store has no other).
@@ -343,6 +356,7 @@ TABLES = frozenset(
         "derived",
         "feed_entries",
     }
+    | searchindex.TABLES
 )
 
 # A hand edit of an `items` row shows on the page: the page row follows it, and its facts are cleared

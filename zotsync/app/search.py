@@ -1,0 +1,152 @@
+"""`zotsync search`: full-text search of the store — titles, authors, abstracts, tags, Zotero notes and
+annotations, and the curated titles and whys — one hit per paper, best first.
+
+The Zotero side of the index follows the items in every pull's transaction (store/landing.py). The
+catalogue's side (curated titles and whys, and which item each entry matched) changes with the
+catalogue and with the library it is matched against, so it is stamped with both: the catalogue's
+digest and the store's content generation. A sync that renders the page has just matched them and
+writes it then, at no extra cost (`index_catalogue`). A search that finds the stamp outdated (the
+catalogue was edited, or a `pull` ran, since the last sync) matches them itself first and writes the
+result, under the run lock, so that the next search is fast again; when it may not (another run holds
+the lock, the store is read-only for this user) it says so and searches the index as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from .. import fulltext, normalize
+from ..catalogue import CatalogueFile
+from ..config import Config
+from ..errors import ConfigError, StoreError
+from ..model import Catalogue, Library
+from ..reconcile import UNFILED, MatchResult, match
+from ..store import Store, exclusive_lock
+from ..store.searchindex import Curated, IndexHit
+from ..text import one_line
+from ..version import __version__
+from .stores import open_store
+
+log = logging.getLogger("zotsync")
+
+DEFAULT_LIMIT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One paper a search found."""
+
+    zotero_key: str  # empty for a curated entry that matches no Zotero item
+    title: str  # the curated title if the catalogue lists the paper, else Zotero's
+    categories: list[str] = field(default_factory=list)  # where the page places it
+    where: str = ""  # the field the snippet comes from: title, authors, tags, abstract, why, note, annotation
+    snippet: str = ""  # one line of that field around the match
+    fields: list[str] = field(default_factory=list)  # every field that matched, in that order
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
+    """The papers whose text holds every word of `text`, best first, at most `limit` of them."""
+    query = fulltext.parse_query(text)
+    if len(text) > fulltext.MAX_QUERY:
+        raise ConfigError(f"the search text is {len(text)} characters long; at most {fulltext.MAX_QUERY}")
+    if not query.words:
+        raise ConfigError("the search text has no word to look for (only spaces and punctuation)")
+    if limit < 1:
+        raise ConfigError(f"--limit must be 1 or more, not {limit}")
+    catalogue_file = CatalogueFile.read(config.catalog, config.path)
+    with open_store(config, readonly=True) as store:
+        if store.sync_state.search_catalogue == made_from(catalogue_file.digest, store.generation):
+            return _found(store, query, limit)
+    _match_catalogue(config, catalogue_file)
+    with open_store(config, readonly=True) as store:
+        return _found(store, query, limit)
+
+
+def made_from(catalogue_digest: str | None, generation: int) -> str:
+    """What the catalogue's side of the index is made from: the catalogue's bytes and the library it
+    was matched against (and the zotsync that matched them)."""
+    return json.dumps({"catalogue": catalogue_digest, "generation": generation, "zotsync": __version__})
+
+
+def index_catalogue(
+    store: Store, catalogue: Catalogue, matches: MatchResult, catalogue_digest: str | None
+) -> None:
+    """The catalogue's side of the search index, from a matching of `catalogue` against the store's
+    library as it is now (a sync's, which has just made one)."""
+    store.replace_curated(
+        curated_placements(catalogue, matches), made_from(catalogue_digest, store.generation)
+    )
+
+
+def curated_placements(catalogue: Catalogue, matches: MatchResult) -> list[Curated]:
+    """Each curated placement with its paper: the key of the item it matched, else its normalised
+    title (as the change digest names an unmatched entry)."""
+    placements = []
+    for entry in catalogue.entries:
+        item = matches.item_for(entry)
+        paper = item.key if item is not None else f"title:{normalize.title(entry.title)}"
+        placements.append(Curated(paper, entry.title, entry.why, entry.category))
+    return placements
+
+
+def _match_catalogue(config: Config, catalogue_file: CatalogueFile) -> None:
+    catalogue = catalogue_file.load()  # a catalogue that cannot be read fails the search, as it fails `list`
+    try:
+        with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
+            library = store.load_page(creators=False, attachments=False)
+            index_catalogue(
+                store,
+                catalogue,
+                match(catalogue.entries, library.items, library.facts),
+                catalogue_file.digest,
+            )
+    except StoreError as exc:
+        log.warning(
+            "search: cannot bring the catalogue's side of the index up to date (%s): it is searched as the "
+            "last sync left it",
+            exc,
+        )
+
+
+def _found(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:
+    hits = store.search(query, limit)
+    paths = Library(collections=store.collections()).collection_paths() if hits else {}
+    return [_hit(query, hit, paths) for hit in hits]
+
+
+def _hit(query: fulltext.Query, hit: IndexHit, paths: dict[str, str]) -> SearchHit:
+    found = fulltext.locate(query, hit.columns)
+    curated = hit.curated
+    if curated:
+        categories: Sequence[str] = list(dict.fromkeys(c.category for c in curated))
+    elif hit.zotero_title is not None:
+        categories = [paths[key] for key in hit.collections if key in paths] or [UNFILED]
+    else:
+        categories = []
+    return SearchHit(
+        zotero_key="" if hit.paper.startswith("title:") else hit.paper,
+        title=curated[0].title if curated else hit.zotero_title or "",
+        categories=list(categories),
+        where=found.where,
+        snippet=found.snippet,
+        fields=list(found.fields),
+    )
+
+
+def format_hit(hit: SearchHit) -> str:
+    """Two lines: key, title and categories; then where it matched and the snippet. What Zotero or the
+    catalogue holds is made one line each, harmless on a terminal."""
+    key = hit.zotero_key or "-" * 8
+    categories = f"  [{one_line('; '.join(hit.categories))}]" if hit.categories else ""
+    return f"{key}  {one_line(hit.title)}{categories}\n          {hit.where}: {one_line(hit.snippet)}"
+
+
+def summary(hits: Sequence[SearchHit], limit: int) -> str:
+    more = " (the first; --limit shows more)" if len(hits) == limit else ""
+    return f"{len(hits)} paper{'' if len(hits) == 1 else 's'}{more}"
