@@ -442,6 +442,27 @@ def test_after_any_pulls_the_index_is_what_a_fresh_build_gives(tmp_path_factory:
         index_agrees_with_items(path)
 
 
+def test_a_library_replaced_by_another_source_replaces_the_index_too(tmp_path: Path) -> None:
+    """A store switched to another library: the old papers leave the index with their items, the
+    catalogue's side stays (its entries may match the new library)."""
+    path = tmp_path / "store.sqlite"
+    with Store(path) as store:
+        pull(MemorySource(copy.deepcopy(NOTES_LIBRARY[:-1]), name="first"), store)
+        store.replace_curated([searchindex.Curated("title:only in the catalogue", "Only", "目录", "C")], "x")
+        pull(
+            MemorySource(
+                [api_item("NWPR2345", "A new library's paper", abstractNote="wombats")], name="other"
+            ),
+            store,
+        )
+        assert store.search(fulltext.parse_query("sketch"), 10) == []
+        assert [h.paper for h in store.search(fulltext.parse_query("wombats"), 10)] == ["NWPR2345"]
+        assert [h.paper for h in store.search(fulltext.parse_query("目录"), 10)] == [
+            "title:only in the catalogue"
+        ]
+    index_agrees_with_items(path)
+
+
 # -- a killed pull -----------------------------------------------------------------------------------------
 
 
@@ -656,6 +677,27 @@ def test_a_store_from_before_search_gets_its_index_when_a_pull_upgrades_it(tmp_p
         run("-q", "--config", str(config), "pull").code == 0
     )  # nothing new in the library: only the upgrade
     assert keys(search(run, config, "sketch")) == {"PAPR2345"}
+    index_agrees_with_items(store)
+
+
+def test_a_sqlite_without_the_trigram_tokenizer_keeps_the_store_working_without_search(
+    tmp_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite before 3.34 (or without FTS5): the store is made and synced without the index, `search`
+    says why in one line, and the first pull under a SQLite that has it builds the index, the catalogue's
+    side included."""
+    monkeypatch.setattr(searchindex, "available", lambda: False)
+    config = snapshot_project(tmp_path, copy.deepcopy(NOTES_LIBRARY[:-1]), CATALOGUE)
+    store = tmp_path / "store.sqlite"
+    assert run("-q", "--config", str(config), "sync").code == 0
+    assert read(store, "SELECT name FROM sqlite_master WHERE name LIKE 'search%'") == []
+    done = run("--config", str(config), "search", "sketch")
+    assert done.code == 1 and "has no FTS5 trigram tokenizer (SQLite 3.34 or later)" in done.err
+    assert len(done.err.splitlines()) == 1
+    monkeypatch.undo()
+    assert run("-q", "--config", str(config), "pull").code == 0
+    assert keys(search(run, config, "sketch")) == {"PAPR2345"}
+    assert keys(search(run, config, "张量程序")) == {"PAPR2345"}
     index_agrees_with_items(store)
 
 

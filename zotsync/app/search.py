@@ -121,6 +121,7 @@ def _found(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:
 
 
 def _hit(query: fulltext.Query, hit: IndexHit, paths: dict[str, str]) -> SearchHit:
+
     found = fulltext.locate(query, hit.columns)
     curated = hit.curated
     if curated:

@@ -211,6 +211,7 @@ class Store:
             with self._transaction():
                 searchindex.create(db)
                 searchindex.rebuild(db)
+                write_state(db, {"search_catalogue": None})  # its catalogue side is still to be written
 
     @property
     @store_errors

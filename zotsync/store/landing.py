@@ -200,7 +200,7 @@ class Landing:
         if self._store.search_index:
             if known:
                 searchindex.update(db, self._touched)
-            else:  # the first pull into this store (or a library replaced): every paper is new
+            else:  # a first pull (or a library replaced): every paper anew, in one scan
                 searchindex.rebuild(db)
         if self._replaced or result.changed:
             db.execute(BUMP_GENERATION)
