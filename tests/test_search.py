@@ -442,6 +442,27 @@ def test_after_any_pulls_the_index_is_what_a_fresh_build_gives(tmp_path_factory:
         index_agrees_with_items(path)
 
 
+@pytest.mark.parametrize("batch", [1, 1000])
+@pytest.mark.parametrize("order", ["papers first", "children first"])
+def test_a_first_pull_indexes_each_paper_whole_whatever_the_order_items_come_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, order: str
+) -> None:
+    """A first pull indexes papers batch by batch as the source hands them over; a note or an
+    annotation that comes in another batch than its paper (before or after it) still ends in its row."""
+    import zotsync.store.landing as landing
+
+    monkeypatch.setattr(landing, "BATCH", batch)
+    objects = copy.deepcopy(NOTES_LIBRARY[:-1])
+    path = write_json(tmp_path / "lib.json", objects if order == "papers first" else objects[::-1])
+    from zotsync.sources.snapshot import SnapshotSource
+
+    with Store(tmp_path / "store.sqlite") as store:
+        pull(SnapshotSource(path), store)
+        for words in ("sketch", "autoscheduler", "image annotation", "ansor"):
+            assert [h.paper for h in store.search(fulltext.parse_query(words), 10)] == ["PAPR2345"], words
+    index_agrees_with_items(tmp_path / "store.sqlite")
+
+
 def test_a_library_replaced_by_another_source_replaces_the_index_too(tmp_path: Path) -> None:
     """A store switched to another library: the old papers leave the index with their items, the
     catalogue's side stays (its entries may match the new library)."""

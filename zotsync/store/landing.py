@@ -198,6 +198,10 @@ class Landing:
         db.executemany("DELETE FROM items WHERE key = ?", ((key,) for key in removed))
         result.items_removed += len(removed)
         if self._store.search_index:
+            # After the last item, not batch by batch as they come: a paper's notes and annotations may
+            # come after it, and making its row again costs more than the overlap with a slow source
+            # saves (measured: 0.39 x against 0.42 x of a naive script's wall time at 50 ms a request,
+            # for 1.6 s more CPU at 28k items).
             if known:
                 searchindex.update(db, self._touched)
             else:  # a first pull (or a library replaced): every paper anew, in one scan

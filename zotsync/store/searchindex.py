@@ -139,14 +139,32 @@ def _zotero_text(rows: Iterable[tuple[Any, ...]]) -> ZoteroText | None:
     if top is None:
         return None
     _, _, _, _, title, creators, tags, abstract = top
-    names = (name or f"{first} {last}".strip() for _, last, first, name in from_json(creators))
+    return _paper_text(
+        title,
+        ((last, first, name) for _, last, first, name in from_json(creators)),
+        (tag for tag, _ in from_json(tags)),
+        abstract,
+        notes,
+        (piece for *_, piece in sorted(annotations)),
+    )
+
+
+def _paper_text(
+    title: str,
+    creators: Iterable[tuple[str, str, str]],
+    tags: Iterable[str],
+    abstract: object,
+    notes: Iterable[str] = (),
+    annotations: Iterable[str] = (),
+) -> ZoteroText:
+    """A paper's text: creators as (last, first, name), annotations in reading order."""
     return ZoteroText(
         fulltext.clean(title),
-        _listed(names),
-        _listed(tag for tag, _ in from_json(tags)),
+        _listed(name or f"{first} {last}".strip() for last, first, name in creators),
+        _listed(tags),
         fulltext.clean(abstract if isinstance(abstract, str) else ""),
         fulltext.join(notes),
-        fulltext.join(piece for *_, piece in sorted(annotations)),
+        fulltext.join(annotations),
     )
 
 
