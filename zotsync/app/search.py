@@ -52,13 +52,13 @@ class SearchHit:
 
 def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
     """The papers whose text holds every word of `text`, best first, at most `limit` of them."""
-    query = fulltext.parse_query(text)
     if len(text) > fulltext.MAX_QUERY:
         raise ConfigError(f"the search text is {len(text)} characters long; at most {fulltext.MAX_QUERY}")
+    query = fulltext.parse_query(text)
     if not query.words:
         raise ConfigError("the search text has no word to look for (only spaces and punctuation)")
     if limit < 1:
-        raise ConfigError(f"--limit must be 1 or more, not {limit}")
+        raise ConfigError(f"the limit must be 1 or more, not {limit}")
     catalogue_file = CatalogueFile.read(config.catalog, config.path)
     with open_store(config, readonly=True) as store:
         if store.sync_state.search_catalogue == made_from(catalogue_file.digest, store.generation):
