@@ -691,7 +691,7 @@ def test_a_store_from_before_search_gets_its_index_when_a_pull_upgrades_it(tmp_p
     config = snapshot_project(tmp_path, NOTES_LIBRARY[:-1])
     assert run("-q", "--config", str(config), "pull").code == 0
     store = tmp_path / "store.sqlite"
-    back_to_schema(store, 10)
+    back_to_schema(store, 12)
     done = run("--config", str(config), "search", "sketch")
     assert done.code == 1 and "run `zotsync pull` once to upgrade it" in done.err
     assert (

@@ -28,7 +28,9 @@ class SyncState:
     page_settings: str | None = None  # the settings those rows were made with (JSON, app/changes.py)
     # JSON: processor name → what it noted at the end of its last run (zotsync/processing, `Job.remember`)
     processor_marks: str | None = None
-    search_catalogue: str | None = None  # what the search index's catalogue side was made from (app/search.py)
+    search_catalogue: str | None = (
+        None  # what the search index's catalogue side was made from (app/search.py)
+    )
 
 
 # Field → its row in `sync_state`; the names rows were given before this class, kept.
