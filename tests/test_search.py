@@ -308,8 +308,9 @@ def test_the_web_source_keeps_the_index_in_step_pull_by_pull(
         assert run("-q", "--config", str(config), "pull").code == 0
         index_agrees_with_items(store)
 
-    pulled()
-    assert keys(search(run, config, "sketch")) == {"PAPR2345"}
+    assert run("-q", "--config", str(config), "pull").code == 0
+    assert keys(search(run, config, "sketch")) == {"PAPR2345"}  # the first search builds the index
+    index_agrees_with_items(store)
     library.edit_item("NTES2345", note="<p>now about <i>tiling</i> only</p>")
     pulled()
     assert search(run, config, "sketch") == [] and keys(search(run, config, "tiling")) == {"PAPR2345"}
@@ -403,6 +404,7 @@ def test_after_any_pulls_the_index_is_what_a_fresh_build_gives(tmp_path_factory:
     path = folder / "store.sqlite"
     with Store(path) as store:
         pull(source, store)
+        store.build_search_index()
     children: dict[str, str] = {}  # child key → kind
     for batch in batches:
         for kind, paper_n, child_n, text in batch:
@@ -444,11 +446,12 @@ def test_after_any_pulls_the_index_is_what_a_fresh_build_gives(tmp_path_factory:
 
 @pytest.mark.parametrize("batch", [1, 1000])
 @pytest.mark.parametrize("order", ["papers first", "children first"])
-def test_a_first_pull_indexes_each_paper_whole_whatever_the_order_items_come_in(
+def test_a_first_pull_into_an_indexed_store_indexes_each_paper_whole_whatever_the_order_items_come_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, order: str
 ) -> None:
-    """A first pull indexes papers batch by batch as the source hands them over; a note or an
-    annotation that comes in another batch than its paper (before or after it) still ends in its row."""
+    """A pull that fills an indexed store takes the items batch by batch as the source hands them over; a
+    note or an annotation that comes in another batch than its paper (before or after it) still ends in
+    its row."""
     import zotsync.store.landing as landing
 
     monkeypatch.setattr(landing, "BATCH", batch)
@@ -457,6 +460,7 @@ def test_a_first_pull_indexes_each_paper_whole_whatever_the_order_items_come_in(
     from zotsync.sources.snapshot import SnapshotSource
 
     with Store(tmp_path / "store.sqlite") as store:
+        store.build_search_index()
         pull(SnapshotSource(path), store)
         for words in ("sketch", "autoscheduler", "image annotation", "ansor"):
             assert [h.paper for h in store.search(fulltext.parse_query(words), 10)] == ["PAPR2345"], words
@@ -469,6 +473,7 @@ def test_a_library_replaced_by_another_source_replaces_the_index_too(tmp_path: P
     path = tmp_path / "store.sqlite"
     with Store(path) as store:
         pull(MemorySource(copy.deepcopy(NOTES_LIBRARY[:-1]), name="first"), store)
+        store.build_search_index()
         store.replace_curated([searchindex.Curated("title:only in the catalogue", "Only", "目录", "C")], "x")
         pull(
             MemorySource(
@@ -500,6 +505,7 @@ def test_a_killed_pull_leaves_index_and_data_agreeing(tmp_path: Path, where: str
 
     with Store(db_path) as store:
         pull(SnapshotSource(path), store)
+        store.build_search_index()
     before = index_agrees_with_items(db_path)
     for obj in objects:
         obj["version"] = obj["data"]["version"] = obj["version"] + 1000
@@ -662,6 +668,7 @@ def test_a_search_that_may_not_update_the_catalogue_side_says_so_and_searches_th
 ) -> None:
     config = snapshot_project(tmp_path, NOTES_LIBRARY[:-1], CATALOGUE)
     assert run("-q", "--config", str(config), "sync").code == 0
+    assert keys(search(run, config, "张量程序")) == {"PAPR2345"}  # the index, built
     catalogue = tmp_path / "catalog.yaml"
     catalogue.write_text(CATALOGUE.replace("用搜索生成张量程序", "进化搜索与代价模型"), encoding="utf-8")
     with exclusive_lock(tmp_path / "store.sqlite"):  # a sync is running
@@ -687,7 +694,9 @@ def test_a_pull_after_the_sync_is_matched_again_by_the_next_search(tmp_path: Pat
 # -- stores, commands, the Python API ------------------------------------------------------------------------
 
 
-def test_a_store_from_before_search_gets_its_index_when_a_pull_upgrades_it(tmp_path: Path, run: Run) -> None:
+def test_a_store_from_before_search_is_upgraded_by_a_pull_and_indexed_by_the_first_search(
+    tmp_path: Path, run: Run
+) -> None:
     config = snapshot_project(tmp_path, NOTES_LIBRARY[:-1])
     assert run("-q", "--config", str(config), "pull").code == 0
     store = tmp_path / "store.sqlite"
@@ -697,15 +706,47 @@ def test_a_store_from_before_search_gets_its_index_when_a_pull_upgrades_it(tmp_p
     assert (
         run("-q", "--config", str(config), "pull").code == 0
     )  # nothing new in the library: only the upgrade
+    assert read(store, "SELECT name FROM sqlite_master WHERE name LIKE 'search%'") == []
     assert keys(search(run, config, "sketch")) == {"PAPR2345"}
     index_agrees_with_items(store)
+
+
+def test_pulls_build_no_index_until_the_first_search_which_builds_it_once(tmp_path: Path, run: Run) -> None:
+    """A store nobody searches costs its pulls nothing for search: the first search builds the index in
+    one line on stderr, from then on pulls keep it and searches say nothing more."""
+    config = snapshot_project(tmp_path, NOTES_LIBRARY[:-1], CATALOGUE)
+    store = tmp_path / "store.sqlite"
+    assert run("-q", "--config", str(config), "sync").code == 0
+    assert read(store, "SELECT name FROM sqlite_master WHERE name LIKE 'search%'") == []
+    first = run("--config", str(config), "search", "张量程序")
+    assert first.code == 0 and first.err.splitlines() == [
+        "zotsync: building the search index (once: from now on every pull keeps it current)",
+        "1 paper",
+    ]
+    index_agrees_with_items(store)
+    write_json(tmp_path / "library.json", [*NOTES_LIBRARY[:-1], api_item("NWPR2345", "Wombat tensors")])
+    assert run("-q", "--config", str(config), "pull").code == 0
+    index_agrees_with_items(store)  # the pull kept it
+    again = run("--config", str(config), "search", "wombat")
+    assert again.code == 0 and again.err == "1 paper\n"
+
+
+def test_a_first_search_that_may_not_build_the_index_says_why_in_one_line(tmp_path: Path, run: Run) -> None:
+    config = snapshot_project(tmp_path, NOTES_LIBRARY[:-1])
+    assert run("-q", "--config", str(config), "pull").code == 0
+    with exclusive_lock(tmp_path / "store.sqlite"):  # a sync is running
+        done = run("-q", "--config", str(config), "search", "sketch")
+    assert done.code == 1 and done.out == ""
+    assert done.err.startswith("zotsync: error: cannot build the search index: another zotsync run holds")
+    assert len(done.err.splitlines()) == 1
+    assert keys(search(run, config, "sketch")) == {"PAPR2345"}  # once the lock is free
 
 
 def test_a_sqlite_without_the_trigram_tokenizer_keeps_the_store_working_without_search(
     tmp_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite before 3.34 (or without FTS5): the store is made and synced without the index, `search`
-    says why in one line, and the first pull under a SQLite that has it builds the index, the catalogue's
+    """SQLite before 3.34 (or without FTS5): the store is made and synced as any other, `search` says
+    why in one line, and the first search under a SQLite that has it builds the index, the catalogue's
     side included."""
     monkeypatch.setattr(searchindex, "available", lambda: False)
     config = snapshot_project(tmp_path, copy.deepcopy(NOTES_LIBRARY[:-1]), CATALOGUE)
@@ -716,7 +757,6 @@ def test_a_sqlite_without_the_trigram_tokenizer_keeps_the_store_working_without_
     assert done.code == 1 and "has no FTS5 trigram tokenizer (SQLite 3.34 or later)" in done.err
     assert len(done.err.splitlines()) == 1
     monkeypatch.undo()
-    assert run("-q", "--config", str(config), "pull").code == 0
     assert keys(search(run, config, "sketch")) == {"PAPR2345"}
     assert keys(search(run, config, "张量程序")) == {"PAPR2345"}
     index_agrees_with_items(store)
@@ -728,8 +768,8 @@ def test_the_command_line(tmp_path: Path, run: Run) -> None:
     assert done.code == 1 and "run `zotsync pull` first" in done.err  # no store: nothing is created
     assert not (tmp_path / "store.sqlite").exists()
     assert run("-q", "--config", str(config), "pull").code == 0
-    done = run("--config", str(config), "search", "GPUs")
-    assert done.code == 0 and done.err == "2 papers\n"
+    done = run("-q", "--config", str(config), "search", "GPUs")
+    assert done.code == 0 and done.err == ""
     assert done.out.splitlines() == [  # the title outweighs the abstract
         "GRPH2345  Graphene: An IR for Optimized Tensor Computations on GPUs  [Unfiled]",
         "          title: Graphene: An IR for Optimized Tensor Computations on GPUs",

@@ -1,7 +1,8 @@
 """`zotsync search`: full-text search of the store — titles, authors, abstracts, tags, Zotero notes and
 annotations, and the curated titles and whys — one hit per paper, best first.
 
-The Zotero side of the index follows the items in every pull's transaction (store/landing.py). The
+The first search builds the index from the store (a store nobody searches costs its pulls nothing for
+it); from then on its Zotero side follows the items in every pull's transaction (store/landing.py). The
 catalogue's side (curated titles and whys, and which item each entry matched) changes with the
 catalogue and with the library it is matched against, so it is stamped with both: the catalogue's
 digest and the store's content generation. A sync that renders the page has just matched them and
@@ -24,7 +25,7 @@ from ..config import Config
 from ..errors import ConfigError, StoreError
 from ..model import Catalogue, Library
 from ..reconcile import UNFILED, MatchResult, match
-from ..store import Store, exclusive_lock
+from ..store import Store, exclusive_lock, searchindex
 from ..store.searchindex import Curated, IndexHit
 from ..text import one_line
 from ..version import __version__
@@ -61,9 +62,13 @@ def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[Search
         raise ConfigError(f"the limit must be 1 or more, not {limit}")
     catalogue_file = CatalogueFile.read(config.catalog, config.path)
     with open_store(config, readonly=True) as store:
-        if store.sync_state.search_catalogue == made_from(catalogue_file.digest, store.generation):
+        built = store.search_index
+        if built and store.sync_state.search_catalogue == made_from(catalogue_file.digest, store.generation):
             return _found(store, query, limit)
-    _match_catalogue(config, catalogue_file)
+    if built:
+        _match_catalogue(config, catalogue_file)
+    else:
+        _build_index(config, catalogue_file)
     with open_store(config, readonly=True) as store:
         return _found(store, query, limit)
 
@@ -95,23 +100,38 @@ def curated_placements(catalogue: Catalogue, matches: MatchResult) -> list[Curat
     return placements
 
 
+def _build_index(config: Config, catalogue_file: CatalogueFile) -> None:
+    """The first search builds the index, both sides, under the run lock; one that may not (another run
+    holds the lock, the store is read-only for this user) fails in one line, as there is nothing to search."""
+    if not searchindex.available():
+        raise StoreError(searchindex.unavailable())
+    catalogue = catalogue_file.load()
+    try:
+        with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
+            log.info("building the search index (once: from now on every pull keeps it current)")
+            store.build_search_index()
+            _index_matched(store, catalogue, catalogue_file.digest)
+    except StoreError as exc:
+        raise StoreError(f"cannot build the search index: {exc}") from exc
+
+
 def _match_catalogue(config: Config, catalogue_file: CatalogueFile) -> None:
     catalogue = catalogue_file.load()  # a catalogue that cannot be read fails the search, as it fails `list`
     try:
         with exclusive_lock(config.store), open_store(config, must_exist=True) as store:
-            library = store.load_page(creators=False, attachments=False)
-            index_catalogue(
-                store,
-                catalogue,
-                match(catalogue.entries, library.items, library.facts),
-                catalogue_file.digest,
-            )
+            _index_matched(store, catalogue, catalogue_file.digest)
     except StoreError as exc:
         log.warning(
             "search: cannot bring the catalogue's side of the index up to date (%s): it is searched as the "
             "last sync left it",
             exc,
         )
+
+
+def _index_matched(store: Store, catalogue: Catalogue, catalogue_digest: str | None) -> None:
+    library = store.load_page(creators=False, attachments=False)
+    matches = match(catalogue.entries, library.items, library.facts)
+    index_catalogue(store, catalogue, matches, catalogue_digest)
 
 
 def _found(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:

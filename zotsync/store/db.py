@@ -113,7 +113,7 @@ class Store:
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
-            self.search_index = searchindex.exists(self._db)  # False: this SQLite cannot make one
+            self.search_index = searchindex.exists(self._db)  # False until the first search builds it
         except sqlite3.Error as exc:  # a read-only open fails here, at its first read
             self._db.close()
             raise StoreError(f"cannot open the store {path}: {self._open_problem(exc)}") from exc
@@ -207,11 +207,6 @@ class Store:
         if self.sync_state.facts_version != stored_version():
             with self._transaction():
                 refresh_facts(db)
-        if not searchindex.exists(db) and searchindex.available():  # made by a SQLite without FTS5's trigram
-            with self._transaction():
-                searchindex.create(db)
-                searchindex.rebuild(db)
-                write_state(db, {"search_catalogue": None})  # its catalogue side is still to be written
 
     @property
     @store_errors
@@ -393,16 +388,26 @@ class Store:
     def search(self, query: Query, limit: int) -> list[searchindex.IndexHit]:
         """The best `limit` papers for `query`, best first (`searchindex.search`)."""
         if not self.search_index:
-            raise StoreError(
-                f"this Python's SQLite ({sqlite3.sqlite_version}) has no FTS5 trigram tokenizer (SQLite 3.34 "
-                "or later), which search needs"
-            )
+            raise StoreError("the store has no search index yet: the first `zotsync search` builds it")
         db = self._db
         db.execute("BEGIN")  # one read snapshot: the hits and what they show agree, even while a pull commits
         try:
             return searchindex.search(db, query, limit)
         finally:
             db.execute("COMMIT")
+
+    @store_errors
+    def build_search_index(self) -> None:
+        """The search index made from the items, in one transaction; its catalogue side is written next
+        (`replace_curated`), as its stamp is cleared here."""
+        if not searchindex.available():
+            raise StoreError(searchindex.unavailable())
+        with self._transaction() as db:
+            if not searchindex.exists(db):
+                searchindex.create(db)
+                searchindex.rebuild(db)
+            write_state(db, {searchindex.CURATED_STATE: None})
+        self.search_index = True
 
     @store_errors
     def replace_curated(self, placements: Iterable[searchindex.Curated], made_from: str) -> None:

@@ -328,20 +328,18 @@ def publisher_on_the_page(db: sqlite3.Connection) -> None:
 
 
 @migration
-def search_index(db: sqlite3.Connection) -> None:
-    """13: full-text search (`zotsync search`): the FTS5 tables of `store/searchindex.py`, filled from the
-    items (the catalogue's side follows with the next sync or search), and an index on the children's
-    `parent_key`, which finds a paper's notes and annotations when a pull changes one. A Python whose
-    SQLite lacks FTS5's trigram tokenizer (before 3.34) gets none; a later writable open with one that
-    has it builds them then (`db.Store._migrate`)."""
-    if searchindex.available():
-        searchindex.create(db)
-        searchindex.rebuild(db)
+def children_index(db: sqlite3.Connection) -> None:
+    """13: an index on the children's `parent_key`, which finds a paper's notes and annotations when a
+    pull changes one. The search index's tables (`store/searchindex.py`) are not made here: the first
+    `zotsync search` builds them (`db.Store.build_search_index`), and from then on every pull keeps them
+    current; a store nobody searches costs its pulls nothing for search."""
+    db.execute("CREATE INDEX IF NOT EXISTS items_children ON items (parent_key) WHERE parent_key IS NOT NULL")
 
 
-# Every table a migration makes: a store without the mark (application_id 0, from a zotsync before it) is
-# ours only if it has the migrations table and none but these (`identity.identify`). A new migration's
-# table joins here (tests/test_store.py checks that a new store has no other).
+# Every table a migration (or the first search) makes: a store without the mark (application_id 0, from a
+# zotsync before it) is ours only if it has the migrations table and none but these
+# (`identity.identify`). A new migration's table joins here (tests/test_store.py checks that a new store
+# has no other).
 TABLES = frozenset(
     {
         "schema_migrations",

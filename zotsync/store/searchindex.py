@@ -1,5 +1,6 @@
-"""The search index: one row per paper in two FTS5 tables, kept in step with `items` by every pull (in
-its transaction) and with the catalogue by `replace_curated`.
+"""The search index: one row per paper in two FTS5 tables, built by the first search (`create`, `rebuild`),
+then kept in step with `items` by every pull (in its transaction) and with the catalogue by
+`replace_curated`.
 
 A paper is a regular item that is not in the trash, with the text of its child notes and of the
 annotations on its attachments; or a curated entry that matches no item. `search_index` (trigram
@@ -50,13 +51,19 @@ def available() -> bool:
     return True
 
 
+def unavailable() -> str:
+    return (
+        f"this Python's SQLite ({sqlite3.sqlite_version}) has no FTS5 trigram tokenizer (SQLite 3.34 or "
+        "later), which search needs"
+    )
+
+
 def exists(db: sqlite3.Connection) -> bool:
     return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (INDEX,)).fetchone() is not None
 
 
 def create(db: sqlite3.Connection) -> None:
-    """The tables (empty), and the index on `items.parent_key` that finds a paper's children."""
-    db.execute("CREATE INDEX IF NOT EXISTS items_children ON items (parent_key) WHERE parent_key IS NOT NULL")
+    """The tables, empty."""
     db.execute(
         "CREATE TABLE search_papers ("
         " id INTEGER PRIMARY KEY,"
