@@ -128,7 +128,7 @@ _CREATOR_NAMES = ("creator_type", "last_name", "first_name", "name")
 
 
 # The tables each migration after 8 made, in order: going back drops them.
-_MADE_AFTER_8 = {9: "export_files", 10: "derived"}
+_MADE_AFTER_8 = {9: "export_files", 10: "derived", 11: "note_changes"}
 
 
 def back_to_schema_8(path: Path) -> None:

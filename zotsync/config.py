@@ -193,6 +193,7 @@ class ExportsConfig:
         {"type": "object", "additionalProperties": {"type": "string"}},
         factory=True,
     )
+    notes: bool = flag(True, "a Markdown page per paper from its Zotero notes and annotations, linked to")
 
 
 def _formats(reading: Reading, value: Any) -> tuple[str, ...]:

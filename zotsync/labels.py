@@ -44,13 +44,30 @@ class Labels:
     link_pdf: str  # a second PDF is `<link_pdf>2`, and so on
     link_zotero: str
     link_archive: str
+    link_note: str  # the link to the paper's note page (a curator's own Note link wins)
+    notes: str  # a note page's headings: the paper's Zotero notes, then its annotations
+    annotations: str
+    page_label: str  # where an annotation is in its PDF; {page} is the page label
+    image: str  # what an image or ink annotation, or an image in a note, is called (not copied)
+    ink: str
 
 
 # The templates and the placeholders each may use; other labels are written as they are.
-PLACEHOLDERS: dict[str, frozenset[str]] = {"summary": frozenset({"entries", "read", "unread"})}
+PLACEHOLDERS: dict[str, frozenset[str]] = {
+    "summary": frozenset({"entries", "read", "unread"}),
+    "page_label": frozenset({"page"}),
+}
 
 _SHARED = dict(status="Status", paper="Paper", venue="Venue", why="Why It Matters", links="Links")
-_MARKS = dict(read="✅", unread="⬜", noted="📝", link_paper="Paper", link_pdf="PDF", link_zotero="Zotero")
+_MARKS = dict(
+    read="✅",
+    unread="⬜",
+    noted="📝",
+    link_paper="Paper",
+    link_pdf="PDF",
+    link_zotero="Zotero",
+    link_note="Note",
+)
 
 BUILT_IN: dict[str, Labels] = {
     "en": Labels(
@@ -60,6 +77,11 @@ BUILT_IN: dict[str, Labels] = {
         tags="Tags: ",
         no_title="(untitled)",
         link_archive="Archive",
+        notes="Notes",
+        annotations="Annotations",
+        page_label="p. {page}",
+        image="Image",
+        ink="Ink drawing",
         **_SHARED,
         **_MARKS,
     ),
@@ -71,6 +93,11 @@ BUILT_IN: dict[str, Labels] = {
         tags="标签：",
         no_title="（无标题）",
         link_archive="归档标签",
+        notes="笔记",
+        annotations="标注",
+        page_label="第 {page} 页",
+        image="图片",
+        ink="手绘",
         **_SHARED,
         **_MARKS,
     ),

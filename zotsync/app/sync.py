@@ -9,14 +9,15 @@ from typing import Any
 from .. import digest, formats, processing
 from ..catalogue import CatalogueFile
 from ..config import Config
-from ..export import ExportInput
+from ..export import notes
 from ..export.record import ExportRecord, export_inputs
 from ..export.writer import write_exports
 from ..gcpause import bulk_phase
+from ..outputs import FileRecord
 from ..sources import open_source
-from ..store import exclusive_lock
+from ..store import Store, exclusive_lock
 from .changes import record_changes
-from .page import default_output, merge_for, plan
+from .page import default_output, export_input, merge_for, notes_on
 from .pull import PullReport, pull, valve
 from .stores import open_store
 
@@ -84,12 +85,20 @@ def run_sync(
             processed = processing.run_stage(config, store, clock)
         files = store.export_files()
         expected = {path: files.get(str(path)) for path in pages} | {Path(p): r for p, r in files.items()}
-        if last is not None and last.still_holds(inputs, store.generation, expected):
-            return SyncResult(report, tuple((path, False) for path in pages), source.requests, processed)
+        state = store.sync_state
+        generations = (state.content_generation, state.notes_generation)
+        unchanged_pages = tuple((path, False) for path in pages)
+        if last is not None and last.still_holds(inputs, generations, expected):
+            return SyncResult(report, unchanged_pages, source.requests, processed)
+        if last is not None and last.still_holds(inputs, generations[:1], expected):
+            # Only notes changed since: the page rows are as they were, so are the heads of the note pages.
+            remade = remake_note_pages(config, store, last, files)
+            if remade is not None:
+                return SyncResult(report, unchanged_pages + remade, source.requests, processed)
         store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
         with bulk_phase():
             merged = merge_for(config, catalogue or catalogue_file.load(), store, names)
-            given = ExportInput(merged.page, merged.library, plan(config))
+            given = export_input(merged, store, kept_note_pages(config, store, last, inputs, files))
             made = [list(formats.get(name).render(given)) for name in names]
             result = write_exports(
                 config.exports.dir,
@@ -98,6 +107,73 @@ def run_sync(
                 files,
             )
             written = result.written + record_changes(config, store, merged.page, clock)
-        record = ExportRecord(inputs, store.generation)
-        store.record_export(record.dumps(), result.records)
+        record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
+        store.record_export(record.dumps(), result.records, result.made_from)
     return SyncResult(report, tuple(written), source.requests, processed)
+
+
+def kept_note_pages(
+    config: Config,
+    store: Store,
+    last: ExportRecord | None,
+    inputs: dict[str, str],
+    files: dict[str, FileRecord],
+) -> dict[str, str]:
+    """The note pages a rendering sync need not make again, if their heads come out the same: those the
+    last export made with the same code and config (the words of the page), whose notes no pull changed
+    since, and which are still as it left them (path relative to `exports.dir` → head)."""
+    if (
+        last is None
+        or not notes_on(config)
+        or any(last.inputs.get(k) != inputs[k] for k in ("code", "config"))
+    ):
+        return {}
+    changed = store.papers_with_changed_notes(last.notes_generation)
+    if changed is None:
+        return {}
+    folder = config.exports.dir
+    kept = {}
+    for path, head in store.export_made_from().items():
+        record, file = files.get(path), Path(path)
+        if (
+            file.parent == folder / notes.FOLDER
+            and file.stem not in changed
+            and record
+            and record.holds(file)
+        ):
+            kept[file.relative_to(folder).as_posix()] = head
+    return kept
+
+
+def remake_note_pages(
+    config: Config, store: Store, last: ExportRecord, files: dict[str, FileRecord]
+) -> tuple[tuple[Path, bool], ...] | None:
+    """A sync after pulls that changed only notes, annotations or attachments' annotations: each paper
+    they touched that had a note page and still has notes gets its page made again from the head the
+    last export recorded, and nothing else is rendered. None when that cannot be: a paper gained its
+    first note or lost its last (its row's 📝 and Note link change), or the record lacks a head."""
+    changed = store.papers_with_changed_notes(last.notes_generation)
+    if changed is None or not notes_on(config):
+        return None
+    folder = config.exports.dir
+    made_from = store.export_made_from()
+    with_notes = store.papers_with_notes() & changed
+    heads: dict[str, str] = {}
+    for key in changed:
+        path = str(folder / notes.page_path(key))
+        had_page = path in files and path in made_from
+        if had_page != (key in with_notes):
+            return None
+        if had_page:
+            heads[notes.page_path(key)] = made_from[path]
+    store.remember(export_record=None)  # as for a whole export: a run that stops leaves no claim behind
+    with bulk_phase():
+        papers = store.paper_notes(Path(path).stem for path in heads)
+        remade = list(notes.remade(heads, papers, config.exports.labels))
+        # Only these pages are the writer's to replace; every other file stays as the record has it.
+        notes_folder = folder / notes.FOLDER
+        known = {p: r for p, r in files.items() if Path(p).parent == notes_folder and Path(p).stem in papers}
+        result = write_exports(folder, [], remade, known)
+    record = ExportRecord(last.inputs, last.generation, store.sync_state.notes_generation)
+    store.record_export(record.dumps(), dict(files) | result.records, made_from | result.made_from)
+    return tuple(result.written)

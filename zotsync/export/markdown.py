@@ -14,8 +14,9 @@ from pathlib import PurePosixPath
 
 from ..formats import Exporter, Needs, Output
 from ..labels import Labels, labels_for
-from ..model import Link, Placement
-from .base import ExportInput
+from ..model import Placement
+from . import notes
+from .base import ExportInput, link_labels
 from .mdtext import cell, inline, line, link
 
 
@@ -70,25 +71,13 @@ def table_row(row: Placement, labels: Labels, words: Words) -> str:
     return f"| {words.status[row.status == 'read', row.noted]} | {title} | {venue} | {why} | {links} |"
 
 
-def link_labels(links: Sequence[Link], labels: Labels) -> list[tuple[str, Link]]:
-    """Each link with the label the page shows: a curator's own as written, the ones zotsync added in
-    the page's words (the second PDF is `PDF2`, …)."""
-    words = {"paper": labels.link_paper, "zotero": labels.link_zotero, "archive": labels.link_archive}
-    shown, pdfs = [], 0
-    for each in links:
-        if each.kind == "pdf":
-            pdfs += 1
-            shown.append((labels.link_pdf + (str(pdfs) if pdfs > 1 else ""), each))
-        else:
-            shown.append((words.get(each.kind, each.label), each))
-    return shown
-
-
 def _outputs(given: ExportInput) -> Iterator[Output]:
+    """The reading list, then the note pages of the plan (none when it names none)."""
     page = given.page
     yield Output(
         PurePosixPath(EXPORTER.page), render_markdown(page.title, page.description, page.rows, page.labels)
     )
+    yield from notes.outputs(given)
 
 
 EXPORTER = Exporter(
@@ -96,5 +85,5 @@ EXPORTER = Exporter(
     summary="the reading list as a Markdown page, one table per category",
     page="catalog.md",
     render=_outputs,
-    needs=Needs.ZOTERO_LINKS,
+    needs=Needs.ZOTERO_LINKS | Needs.NOTES,
 )

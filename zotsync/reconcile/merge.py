@@ -119,12 +119,13 @@ class _RowBuilder:
                 authors=(),
                 doi=entry.doi,
                 url=entry.url,
-                noted=entry.noted,
+                noted=bool(entry.noted),
                 links=entry.links,
                 zotero_key="",
                 tags=(),
                 collections=(),
                 curated_title=entry.title,
+                noted_by_curator=entry.noted is not None,
             )
         base = self.uncurated(item, entry.category)
         return Placement(
@@ -137,12 +138,13 @@ class _RowBuilder:
             authors=base.authors,
             doi=base.doi or entry.doi,
             url=base.url or entry.url,
-            noted=entry.noted,
+            noted=bool(entry.noted),
             links=merge_links(entry.links, base.links),
             zotero_key=base.zotero_key,
             tags=base.tags,
             collections=base.collections,
             curated_title=entry.title,
+            noted_by_curator=entry.noted is not None,
         )
 
     def uncurated(self, item: Item, category: str) -> Placement:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..model import Changes, Item
 from .codec import INSERT_ITEM, INSERT_PAGE, ItemRecord, PageRecord, item_record, page_record
 from .failures import store_errors
-from .schema import BUMP_GENERATION, now
+from .schema import BUMP_GENERATION, BUMP_NOTES_GENERATION, now
 from .state import write_state
 
 if TYPE_CHECKING:
@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 # Items written per executemany round: big enough to amortise the calls, small enough to keep few rows.
 BATCH = 1000
+
+# What a paper's note page is made of besides the paper: a change to one of these alone leaves the page
+# rows as they were, so it moves the notes generation, not the content generation (attachments move both:
+# they are the rows' PDF links, and annotations hang from them).
+NOTE_TYPES = frozenset({"note", "annotation"})
 
 
 @dataclass(slots=True)
@@ -70,6 +75,8 @@ class Landing:
         self._check = check
         self._page_before: set[str] = set()  # for `check`, read before anything is written
         self._cache_size: int | None = None  # the connection's own, while the landing uses a larger one
+        self._content_changed = False  # an item other than a note or annotation was written or removed
+        self._note_parents: set[str] = set()  # the parents (before and after) of children written or removed
 
     def __enter__(self) -> Landing:
         return self
@@ -117,6 +124,7 @@ class Landing:
             if same_version and record == _stored_record(db, item.key):
                 continue
             pending[item.key] = (record, page_record(record, item))
+            self._note_change(item, stored_version is not None)
             if first_copy and stored_version is None:
                 result.items_added += 1
             elif first_copy:
@@ -124,6 +132,19 @@ class Landing:
             if len(pending) == BATCH:
                 self._write(pending)
         self._write(pending)
+
+    def _note_change(self, item: Item, stored: bool) -> None:
+        """Remember what writing `item` changes: the page's content, or only some papers' notes."""
+        if item.item_type not in NOTE_TYPES:
+            self._content_changed = True
+        if item.parent_key is None and item.item_type not in NOTE_TYPES and item.item_type != "attachment":
+            return  # a paper: its own note page follows the page rows, which the content generation covers
+        if item.parent_key:  # an attachment's parent is also the paper of its annotations
+            self._note_parents.add(item.parent_key)
+        if stored:  # its parent before this pull, which may lose it
+            row = self._db.execute("SELECT parent_key FROM items WHERE key = ?", (item.key,)).fetchone()
+            if row and row[0]:
+                self._note_parents.add(row[0])
 
     def _write(self, pending: dict[str, tuple[ItemRecord, PageRecord]]) -> None:
         if pending:
@@ -140,6 +161,8 @@ class Landing:
             self._db.execute("ROLLBACK")
         self.arrived.clear()
         self.result = ApplyResult()
+        self._content_changed = False
+        self._note_parents.clear()
 
     @store_errors
     def finish(self, changes: Changes) -> ApplyResult:
@@ -184,9 +207,24 @@ class Landing:
         if changes.complete:
             gone |= known.keys() - self.arrived.keys()
         removed = sorted(gone & known.keys())
+        for start in range(0, len(removed), 500):  # what each removed item leaves: its parent's notes
+            batch = removed[start : start + 500]
+            marks = ", ".join("?" * len(batch))
+            for item_type, parent in db.execute(
+                f"SELECT item_type, parent_key FROM items WHERE key IN ({marks})", batch
+            ):
+                self._content_changed |= item_type not in NOTE_TYPES
+                if parent:
+                    self._note_parents.add(parent)
+        # A first pull or another library: every paper's notes are new.
+        reset = self._replaced or (not known and result.items_added > 0)
+        if self._note_parents or reset:
+            db.execute(BUMP_NOTES_GENERATION)
+            self._record_note_changes(reset)
         db.executemany("DELETE FROM items WHERE key = ?", ((key,) for key in removed))
         result.items_removed += len(removed)
-        if self._replaced or result.changed:
+        collections_changed = result.collections_changed or result.collections_removed
+        if self._replaced or self._content_changed or collections_changed:
             db.execute(BUMP_GENERATION)
 
         write_state(
@@ -202,6 +240,28 @@ class Landing:
         )
         db.execute("COMMIT")
         return result
+
+    def _record_note_changes(self, reset: bool) -> None:
+        """Each paper whose notes, annotations or attachments this pull changed, at the new notes
+        generation: the papers of the parents it touched (a note's parent is its paper, an annotation's
+        is an attachment whose parent is the paper), read before anything is removed. A first pull or
+        another library marks every paper at once instead."""
+        db = self._db
+        generation = db.execute("SELECT value FROM sync_state WHERE name = 'notes_generation'").fetchone()[0]
+        if reset:
+            db.execute("DELETE FROM note_changes")
+            db.execute("INSERT OR REPLACE INTO sync_state VALUES ('notes_reset', ?)", (generation,))
+            return
+        parents = sorted(self._note_parents)
+        papers: set[str] = set()
+        for start in range(0, len(parents), 500):
+            batch = parents[start : start + 500]
+            marks = ", ".join("?" * len(batch))
+            found = dict(db.execute(f"SELECT key, parent_key FROM items WHERE key IN ({marks})", batch))
+            papers.update(found.get(key) or key for key in batch)
+        db.executemany(
+            "INSERT OR REPLACE INTO note_changes VALUES (?, ?)", ((key, int(generation)) for key in papers)
+        )
 
 
 def _stored_record(db: sqlite3.Connection, key: str) -> ItemRecord:

@@ -56,6 +56,9 @@ def run_sql(db: sqlite3.Connection, script: str) -> None:
 
 
 BUMP_GENERATION = "UPDATE sync_state SET value = CAST(value AS INTEGER) + 1 WHERE name = 'content_generation'"
+BUMP_NOTES_GENERATION = (
+    "UPDATE sync_state SET value = CAST(value AS INTEGER) + 1 WHERE name = 'notes_generation'"
+)
 _GENERATION_TABLES = ("items", "collections", "item_tags", "item_collections")
 
 
@@ -295,6 +298,27 @@ def derived_results(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def note_page_inputs(db: sqlite3.Connection) -> None:
+    """11: what a sync needs to rewrite only the note pages whose notes changed. `note_changes` holds, per
+    paper, the notes generation of the last pull that changed one of its notes, annotations or
+    attachments (sync_state 'notes_generation' counts those pulls; 'notes_reset' is the generation at
+    which every paper counts as changed: a first pull, another library); `export_files.made_from` what a
+    file was made from where a sync may keep it without making it again (a note page: its head)."""
+    run_sql(
+        db,
+        """
+        CREATE TABLE note_changes (
+            paper_key TEXT PRIMARY KEY,    -- a regular item's key (or a child's whose parent is unknown)
+            generation INTEGER NOT NULL    -- the notes generation of the pull that last changed its notes
+        ) WITHOUT ROWID;
+        ALTER TABLE export_files ADD COLUMN made_from TEXT;
+        INSERT OR IGNORE INTO sync_state VALUES ('notes_generation', '0');
+        INSERT OR IGNORE INTO sync_state VALUES ('notes_reset', '0');
+        """,
+    )
+
+
 # Every table a migration makes: a store without the mark (application_id 0, from a zotsync before it) is
 # ours only if it has the migrations table and none but these (`identity.identify`). A new migration's
 # table joins here (tests/test_store.py checks that a new store has no other).
@@ -310,6 +334,7 @@ TABLES = frozenset(
         "item_page",
         "export_files",
         "derived",
+        "note_changes",
     }
 )
 
