@@ -99,7 +99,8 @@ def heads(given: ExportInput) -> dict[str, str]:
 def head(row: Placement, path: str, labels: Labels) -> str:
     """The top of the note page at `path`: what the reading list says of the paper."""
     parts = [f"# {inline(row.title) or inline(labels.no_title)}"]
-    facts = [text for text in ("; ".join(row.authors), row.venue, row.year) if inline(text)]
+    year = "" if row.year in row.venue else row.year  # a venue may carry its year already (OSDI · 2023)
+    facts = [text for text in ("; ".join(row.authors), row.venue, year) if inline(text)]
     if facts:
         parts.append(line(" · ".join(facts)))
     shown = [each for each in row.links if each.kind != "note"]
@@ -126,16 +127,17 @@ def _from_notes(url: str, path: str) -> str:
 def page_text(page_head: str, notes: PaperNotes, labels: Labels) -> str:
     """The whole note page: its head, then the notes and the annotations."""
     parts = [page_head.rstrip("\n")]
-    if notes.notes:
+    bodies = [note_markdown(note.get("note"), 2, _image_writer(note, labels)) for note in notes.notes]
+    if any(bodies):
         parts.append(f"## {inline(labels.notes)}")
-        bodies = [note_markdown(note.get("note"), 2, _image_writer(note, labels)) for note in notes.notes]
-        parts.append("\n\n* * *\n\n".join(body for body in bodies if body) or line(labels.notes))
+        parts.append("\n\n* * *\n\n".join(body for body in bodies if body))
     if notes.annotated:
         parts.append(f"## {inline(labels.annotations)}")
         for attachment, annotations in notes.annotated:
-            title = attachment.title or attachment.get("filename") or labels.link_pdf
-            parts.append(f"### {inline(title)}")
-            parts += [annotation_text(annotation, attachment, labels) for annotation in annotations]
+            title = inline(attachment.title) or inline(attachment.get("filename")) or inline(labels.link_pdf)
+            parts.append(f"### {title}")
+            texts = [annotation_text(annotation, attachment, labels) for annotation in annotations]
+            parts += [text for text in texts if text]
     return "\n\n".join(parts) + "\n"
 
 
