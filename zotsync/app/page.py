@@ -32,12 +32,18 @@ class Merged:
 
 
 def merge(
-    config: Config, catalogue: Catalogue, store: Store, creators: bool = True, links: bool = True
+    config: Config,
+    catalogue: Catalogue,
+    store: Store,
+    creators: bool = True,
+    links: bool = True,
+    notes_plan: bool = False,
 ) -> Merged:
     """The page of `catalogue` and the store's library; without `creators`, the library's items may
     lack their creators (see `Store.load_page`): for callers that use only the page and counts; without
     `links`, the rows lack Zotero's links (for a report or a format that shows none), and the library its
-    attachments, which only those links read."""
+    attachments, which only those links read; with `notes_plan`, the rows carry the 📝 and Note links of
+    the note pages the exports make (the page and its CSV, not a report)."""
     settings = config.reconcile
     options = Options(
         read_tags=settings.read_tags,
@@ -49,7 +55,7 @@ def merge(
     library = processing.attach_all(library, {name: store.derived(name) for name in processing.BUILT_IN})
     reconciliation = reconcile(catalogue, library, options)
     rows = reconciliation.placements
-    files = plan(config, store, rows)
+    files = plan(config, store if notes_plan else None, rows)
     if files.notes:
         rows = tuple(notes.with_note_links(rows, files))
     page = Page(catalogue.title, catalogue.description, rows, config.exports.labels)
@@ -65,6 +71,7 @@ def merge_for(config: Config, catalogue: Catalogue, store: Store, names: Sequenc
         store,
         creators=bool(needs & Needs.CREATORS),
         links=bool(needs & Needs.ZOTERO_LINKS),
+        notes_plan=True,
     )
     return dataclasses.replace(merged, notes_needed=bool(needs & Needs.NOTES))
 
@@ -94,8 +101,8 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str, list[tuple[Path
         with open_store(config, readonly=True) as store, bulk_phase():
             merged = merge_for(config, catalogue, store, [fmt])
             made = list(formats.get(fmt).render(export_input(merged, store)))
-            notes_folder = folder / notes.FOLDER
-            known = {p: r for p, r in store.export_files().items() if Path(p).parent == notes_folder}
+            inside = notes.folder_prefix(folder)
+            known = {p: r for p, r in store.export_files().items() if p.startswith(inside)}
             result = write_exports(folder, [], made[1:], known)
         if result.records or known:
             with Store(config.store) as writable:

@@ -14,16 +14,16 @@ text and comments are escaped; only the links, headings, quotes and lists are th
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from ..formats import Output
 from ..labels import Labels
 from ..model import Item, Link, PaperNotes, Placement
 from .base import ExportInput, LinkPlan, link_labels
 from .mdtext import inline, line, link
-from .notehtml import note_markdown
 
 FOLDER = "notes"
 NOTE_LABEL = "Note"  # the label of the row's link to its note page, as the curator's own Note links have
@@ -39,6 +39,20 @@ COLOUR_MARKS = {
     "#f19837": "🟠",
     "#aaaaaa": "⚪",
 }
+
+
+def folder_prefix(folder: Path) -> str:
+    """What the path of every note page in `folder` (exports.dir) starts with, as the record writes it."""
+    return os.path.join(folder, FOLDER, "")
+
+
+def key_of(path: str, prefix: str) -> str | None:
+    """The Zotero key of the note page at `path` (absolute, as the record writes it), or None when it is
+    no note page (`prefix`: `folder_prefix`). Strings, not Paths: a sync looks at 35,000 of them."""
+    if not path.startswith(prefix) or not path.endswith(".md"):
+        return None
+    key = path[len(prefix) : -3]
+    return key if "/" not in key and os.sep not in key else None
 
 
 def page_path(key: str) -> str:
@@ -126,6 +140,8 @@ def _from_notes(url: str, path: str) -> str:
 
 def page_text(page_head: str, notes: PaperNotes, labels: Labels) -> str:
     """The whole note page: its head, then the notes and the annotations."""
+    from .notehtml import note_markdown  # markdownify and BeautifulSoup: imported only to make a page
+
     parts = [page_head.rstrip("\n")]
     bodies = [note_markdown(note.get("note"), 2, _image_writer(note, labels)) for note in notes.notes]
     if any(bodies):

@@ -81,7 +81,10 @@ class ExportRecord:
             return None
 
     def still_holds(
-        self, inputs: Mapping[str, str], generations: Sequence[int], files: Mapping[Path, FileRecord | None]
+        self,
+        inputs: Mapping[str, str],
+        generations: Sequence[int],
+        files: Mapping[str | Path, FileRecord | None],
     ) -> bool:
         """Whether exporting now would write exactly these files again: the same inputs, the same store
         content (`generations`: the content generation, and the notes generation unless left out), and

@@ -304,7 +304,10 @@ def note_page_inputs(db: sqlite3.Connection) -> None:
     paper, the notes generation of the last pull that changed one of its notes, annotations or
     attachments (sync_state 'notes_generation' counts those pulls; 'notes_reset' is the generation at
     which every paper counts as changed: a first pull, another library); `export_files.made_from` what a
-    file was made from where a sync may keep it without making it again (a note page: its head)."""
+    file was made from where a sync may keep it without making it again (a note page: its head); and an
+    index of the children by parent, holding their type and trash flag, so that a paper's notes and
+    which papers have any are read without scanning every item (0.1 s instead of 0.8 s for 180,000
+    children), at the cost of keeping it for child items alone."""
     run_sql(
         db,
         """
@@ -313,6 +316,8 @@ def note_page_inputs(db: sqlite3.Connection) -> None:
             generation INTEGER NOT NULL    -- the notes generation of the pull that last changed its notes
         ) WITHOUT ROWID;
         ALTER TABLE export_files ADD COLUMN made_from TEXT;
+        CREATE INDEX item_page_children ON item_page (parent_key, item_type, deleted)
+            WHERE parent_key IS NOT NULL;
         INSERT OR IGNORE INTO sync_state VALUES ('notes_generation', '0');
         INSERT OR IGNORE INTO sync_state VALUES ('notes_reset', '0');
         """,
