@@ -323,9 +323,12 @@ def test_export_writes_the_note_pages_beside_the_page_and_the_page_alone_elsewhe
     assert run("-q", "--config", str(config), "pull").code == 0
     elsewhere = run("--config", str(config), "export", "--format", "md", "--output", str(tmp_path / "x.md"))
     assert elsewhere.code == 0 and note_pages(tmp_path) == set()
+    assert "[Note](notes/PAPERAAA.md)" in (tmp_path / "x.md").read_text(encoding="utf-8")
     result = run("--config", str(config), "export", "--format", "md")
     assert result.code == 0, result.err
     assert note_pages(tmp_path) == {"PAPERAAA", "PAPERBBB", "PAPERCCC"}
+    assert run("-q", "--config", str(config), "export", "--format", "csv").code == 0
+    assert note_pages(tmp_path) == {"PAPERAAA", "PAPERBBB", "PAPERCCC"}  # the CSV leaves them be
     before = mtimes(tmp_path)
     sync(run, config)  # the sync finds them recorded: its own bytes, nothing rewritten
     assert {k: v for k, v in mtimes(tmp_path).items() if "notes/" in k} == {

@@ -94,7 +94,8 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str, list[tuple[Path
     written, and recorded in the store as a sync records them (under the run lock, so no sync writes
     them meanwhile). Elsewhere, the page alone."""
     folder = config.exports.dir
-    if output.absolute().parent.resolve() != folder.absolute().resolve():
+    makes_notes = bool(formats.get(fmt).needs & Needs.NOTES)
+    if not makes_notes or output.absolute().parent.resolve() != folder.absolute().resolve():
         return render(config, fmt), []
     catalogue = load_catalogue(config.catalog, config.path)
     with exclusive_lock(config.store):
