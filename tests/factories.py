@@ -136,6 +136,7 @@ def back_to_schema_8(path: Path) -> None:
     edit(
         path,
         *(f"DROP TABLE IF EXISTS {table}" for table in _MADE_AFTER_8.values()),
+        "DROP INDEX IF EXISTS item_page_children",  # migration 11's
         "DELETE FROM schema_migrations WHERE version > 8",
     )
 

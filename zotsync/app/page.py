@@ -98,8 +98,9 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str, list[tuple[Path
     if not makes_notes or output.absolute().parent.resolve() != folder.absolute().resolve():
         return render(config, fmt), []
     catalogue = load_catalogue(config.catalog, config.path)
-    with exclusive_lock(config.store):
-        with open_store(config, readonly=True) as store, bulk_phase():
+    # The store first: without one, nothing is made beside it (not even the lock file).
+    with open_store(config, readonly=True) as store, exclusive_lock(config.store):
+        with bulk_phase():
             merged = merge_for(config, catalogue, store, [fmt])
             made = list(formats.get(fmt).render(export_input(merged, store)))
             inside = notes.folder_prefix(folder)

@@ -316,7 +316,7 @@ def note_page_inputs(db: sqlite3.Connection) -> None:
             generation INTEGER NOT NULL    -- the notes generation of the pull that last changed its notes
         ) WITHOUT ROWID;
         ALTER TABLE export_files ADD COLUMN made_from TEXT;
-        CREATE INDEX item_page_children ON item_page (parent_key, item_type, deleted)
+        CREATE INDEX IF NOT EXISTS item_page_children ON item_page (parent_key, item_type, deleted)
             WHERE parent_key IS NOT NULL;
         INSERT OR IGNORE INTO sync_state VALUES ('notes_generation', '0');
         INSERT OR IGNORE INTO sync_state VALUES ('notes_reset', '0');
