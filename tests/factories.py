@@ -127,12 +127,14 @@ _AS_SCHEMA_7 = (
 _CREATOR_NAMES = ("creator_type", "last_name", "first_name", "name")
 
 
-# The tables (and indexes) each migration after 8 made, in order: going back drops them.
+# What each migration after 8 made, in order: going back drops it (a table, `INDEX name`, or
+# `COLUMN table.name`). Migration 13's search tables are the first search's since, dropped all the same.
 _MADE_AFTER_8: dict[int, tuple[str, ...]] = {
     9: ("export_files",),
     10: ("derived",),
     11: ("feed_entries",),
     13: ("search_papers", "search_curated", "search_index", "search_short", "INDEX items_children"),
+    14: ("note_changes", "INDEX item_page_children", "COLUMN export_files.made_from"),
 }
 
 
@@ -147,12 +149,17 @@ def back_to_schema(path: Path, schema: int) -> None:
     made = [name for number, names in _MADE_AFTER_8.items() if number > schema for name in names]
     edit(
         path,
-        *(
-            f"DROP {kind} IF EXISTS {name}"
-            for kind, name in (n.split(" ") if " " in n else ("TABLE", n) for n in made)
-        ),
+        *(_drop(each) for each in reversed(made)),
         f"DELETE FROM schema_migrations WHERE version > {schema}",
     )
+
+
+def _drop(made: str) -> str:
+    kind, _, name = made.rpartition(" ")
+    if kind == "COLUMN":
+        table, column = name.split(".")
+        return f"ALTER TABLE {table} DROP COLUMN {column}"
+    return f"DROP {kind or 'TABLE'} IF EXISTS {name}"
 
 
 def back_to_schema_7(path: Path) -> None:

@@ -141,11 +141,11 @@ def test_errors_are_one_line_with_the_right_exit_code(
 
 def test_a_failed_pull_keeps_store_and_exports(project: Path, run) -> None:
     assert run("-q", "--config", config_of(project), "sync").code == 0
-    exports = {p.name: p.read_bytes() for p in (project / "exports").iterdir()}
+    exports = {p.name: p.read_bytes() for p in (project / "exports").rglob("*") if p.is_file()}
     store = project / ".zotsync" / "zotsync.sqlite"
     (project / "seeds" / "zotero-library.json").write_text("[{", encoding="utf-8")
     assert run("--config", config_of(project), "sync").code == 1
-    assert {p.name: p.read_bytes() for p in (project / "exports").iterdir()} == exports
+    assert {p.name: p.read_bytes() for p in (project / "exports").rglob("*") if p.is_file()} == exports
     assert (
         json.loads(run("--config", config_of(project), "status", "--format", "json").out)["catalogue"][
             "entries"

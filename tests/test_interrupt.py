@@ -79,7 +79,7 @@ def test_ctrl_c_after_the_pull_keeps_the_last_exports_and_says_one_line(
     project: Path, run, monkeypatch
 ) -> None:
     assert run("-q", "--config", config_of(project), "sync").code == 0
-    exports = {p.name: p.read_bytes() for p in (project / "exports").iterdir()}
+    exports = {p.name: p.read_bytes() for p in (project / "exports").rglob("*") if p.is_file()}
     catalogue = project / "seeds" / "catalog.yaml"
     catalogue.write_text(catalogue.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
 
@@ -89,4 +89,4 @@ def test_ctrl_c_after_the_pull_keeps_the_last_exports_and_says_one_line(
     monkeypatch.setattr(app, "merge", pressed_ctrl_c)
     result = run("--config", config_of(project), "sync")
     assert (result.code, result.out, result.err) == (130, "", "zotsync: error: interrupted\n")
-    assert {p.name: p.read_bytes() for p in (project / "exports").iterdir()} == exports
+    assert {p.name: p.read_bytes() for p in (project / "exports").rglob("*") if p.is_file()} == exports

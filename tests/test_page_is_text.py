@@ -27,7 +27,7 @@ from pathlib import Path
 import markdown
 from conftest import write_config
 from factories import api_collection, api_item, write_json
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
@@ -709,3 +709,162 @@ def test_generated_text_in_every_field_renders_as_text(tmp_path_factory, run, te
     hostile = Hostile(texts[:5], texts[5], texts[6], texts[7])
     found = violations(tmp_path_factory.mktemp("library"), run, hostile)
     assert not found, "\n".join(found)
+
+
+# -- note pages: Zotero's note HTML and annotation text, converted -------------------------------------
+
+# What a note page's template and the conversion of a note make; python-markdown's highlight extension
+# wraps code blocks in div/span with pygments' classes, and toc adds ids and permalinks to headings.
+NOTE_PAGE_ELEMENTS = frozenset(
+    {"h1", "h2", "h3", "h4", "h5", "h6", "p", "ul", "ol", "li", "blockquote", "hr", "br", "a", "strong", "em"}
+    | {"code", "pre", "div", "span", "table", "thead", "tbody", "tr", "th", "td", "del", "sup"}
+)
+# (the highlight extension's code-line anchors carry an id and a name of its own)
+NOTE_PAGE_ATTRIBUTES = {
+    "a": {"href", "class", "title", "id", "name"},
+    "div": {"class"},
+    "span": {"class"},
+    "code": {"class"},
+}
+HEADING = re.compile(r"h[1-6]")
+
+HTML_FRAGMENTS = (
+    "<p>",
+    "</p>",
+    "<h1>",
+    "</h1>",
+    "<ul><li>",
+    "</li></ul>",
+    "<ol><li>",
+    "<blockquote>",
+    "</blockquote>",
+    "<pre>",
+    "</pre>",
+    "<code>",
+    "</code>",
+    "<strong>",
+    "</strong>",
+    "<br>",
+    "<table><tr><td>",
+    "</td><td>",
+    "</td></tr></table>",
+    '<span class="highlight" data-annotation="%7B%7D">',
+    '<span class="citation" data-citation="%7B%7D">',
+    "</span>",
+    '<a href="javascript:alert(1)">',
+    '<a href="https://ok.example/a b">',
+    '<a href="data:text/html,x">',
+    "</a>",
+    '<img src="x" onerror="alert(1)">',
+    '<img data-attachment-key="ABCD2345" src="data:image/png;base64,AAAA">',
+    "<script>alert(1)</script>",
+    "<style>p { color: red }</style>",
+    '<iframe src="javascript:alert(1)"></iframe>',
+    '<svg onload="alert(1)"><text>x</text></svg>',
+    '<div onclick="alert(1)" style="x">',
+    "</div>",
+    "<!-- a comment -->",
+    "&lt;script&gt;",
+    "&amp;colon;",
+    '--8<-- "secret.txt"',
+    "{++ins++}",
+    "\n",
+)
+HOSTILE_HTML = st.lists(
+    st.one_of(st.sampled_from(HTML_FRAGMENTS), st.sampled_from(FRAGMENTS), st.text(ALPHABET, max_size=5)),
+    max_size=12,
+).map("".join)
+
+
+def note_page_violations(markdown: str, folder: Path) -> list[str]:
+    found = []
+    for name, render in RENDERERS.items():
+        html = render(markdown, folder)
+        check = Checker(name)
+        root = parse(html)
+        check.attributes(root)
+        stack = list(root.elements)
+        while stack:
+            element = stack.pop()
+            stack += element.elements
+            allowed = NOTE_PAGE_ATTRIBUTES.get(element.tag, set()) | (
+                {"id"} if HEADING.fullmatch(element.tag) else set()
+            )
+            if element.tag not in NOTE_PAGE_ELEMENTS:
+                check.fail(f"<{element.tag}> on a note page: {element}")
+            if set(element.attrs) - allowed:
+                check.fail(f"attributes {element.attrs} on <{element.tag}>")
+        if SECRET in html:
+            check.fail("a file included into the page")
+        found += [f"{v} (from {markdown!r})" for v in check.violations]
+    return found
+
+
+@given(HOSTILE_HTML, HOSTILE_TEXT, HOSTILE_TEXT)
+@example("<pre>" + "\n".join(CONSTRUCTS) + "</pre><p><code>" + " ".join(CONSTRUCTS) + "</code></p>", "", "")
+@example("".join(HTML_FRAGMENTS) + " ".join(CONSTRUCTS), " ".join(CONSTRUCTS), "\n".join(CONSTRUCTS))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_note_page_holds_no_markup_from_the_notes_html_or_the_annotations_text(
+    tmp_path: Path, html: str, text: str, comment: str
+) -> None:
+    from zotsync.export import notes
+    from zotsync.labels import labels_for
+    from zotsync.model import Item, PaperNotes
+
+    (tmp_path / "secret.txt").write_text(SECRET + "\n", encoding="utf-8")
+    note = Item("NQTEAAAA", 1, "note", parent_key="PAPERAAA", fields={"note": html})
+    pdf = Item("PDFAAAAA", 1, "attachment", title=text, parent_key="PAPERAAA")
+    highlight = Item(
+        "ANNQAAAA",
+        1,
+        "annotation",
+        parent_key="PDFAAAAA",
+        fields={
+            "annotationType": "highlight",
+            "annotationText": text,
+            "annotationComment": comment,
+            "annotationPageLabel": comment,
+            "annotationColor": text,
+        },
+    )
+    page = notes.page_text("# Title\n", PaperNotes((note,), ((pdf, (highlight,)),)), labels_for("en"))
+    found = note_page_violations(page, tmp_path)
+    assert not found, "\n".join(found)
+
+
+def test_a_synced_note_page_shows_hostile_notes_and_annotations_as_text(tmp_path: Path, run) -> None:
+    hostile = " ".join(CONSTRUCTS)
+    objects = [
+        api_item("PAPERAAA", hostile, url="https://example.org/a", tags=[hostile]),
+        {**api_item("NQTEAAAA", "", "note", note="".join(HTML_FRAGMENTS) + hostile, parentItem="PAPERAAA")},
+        {**api_item("PDFAAAAA", hostile, "attachment", parentItem="PAPERAAA", contentType="application/pdf")},
+        {
+            **api_item(
+                "ANNQAAAA",
+                "",
+                "annotation",
+                parentItem="PDFAAAAA",
+                annotationType="highlight",
+                annotationText=hostile,
+                annotationComment=hostile,
+                annotationPageLabel=hostile,
+                annotationSortIndex="00000|000001|00000",
+                annotationColor="#ffd400",
+            )
+        },
+    ]
+    write_json(tmp_path / "library.json", objects)
+    (tmp_path / "catalog.yaml").write_text("title: t\ncategories: []\n", encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes").mkdir()
+    (tmp_path / "out" / "notes" / "secret.txt").write_text(SECRET + "\n", encoding="utf-8")
+    config = write_config(
+        tmp_path,
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        "exports: {dir: out, language: en}\n",
+    )
+    assert run("-q", "--config", str(config), "sync").code == 0
+    page = (tmp_path / "out" / "notes" / "PAPERAAA.md").read_text(encoding="utf-8")
+    found = note_page_violations(page, tmp_path / "out" / "notes")
+    assert not found, "\n".join(found)
+    assert "javascript:" in page  # the unsafe link's target is there, as text

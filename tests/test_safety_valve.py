@@ -40,7 +40,9 @@ def state_of(folder: Path, store: Path) -> tuple[list[str], dict[str, tuple[byte
         rows = list(db.iterdump())
     copy.unlink()
     exports = folder / "exports"
-    files = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(exports.iterdir())}
+    files = {
+        p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(exports.rglob("*")) if p.is_file()
+    }
     return rows, files
 
 

@@ -39,7 +39,11 @@ def test_json_of_a_first_and_a_no_change_sync_from_the_snapshot(project: Path, r
     first = sync_json(run, config_of(project))
     assert first["changed"] is True
     assert (first["library_version"], first["previous_version"], first["requests"]) == (480, None, 0)
-    assert sorted(first["files"]) == sorted(str(exports / name) for name in ("catalog.csv", "catalog.md"))
+    pages = sorted(str(exports / name) for name in ("catalog.csv", "catalog.md"))
+    notes = [
+        str(exports / "notes" / f"{key}.md") for key in ("73KSMM92", "G5M8JA32", "YXQKD2DE")
+    ]  # the demo's
+    assert sorted(first["files"]) == sorted(pages + notes)
     assert first["unchanged"] == []
     assert first["items_added"] > 0 and first["collections_changed"] > 0
     assert (first["items_updated"], first["items_removed"], first["collections_removed"]) == (0, 0, 0)
@@ -47,7 +51,7 @@ def test_json_of_a_first_and_a_no_change_sync_from_the_snapshot(project: Path, r
     again = sync_json(run, config_of(project))
     assert again["changed"] is False
     assert (again["library_version"], again["previous_version"], again["requests"]) == (480, 480, 0)
-    assert again["files"] == [] and sorted(again["unchanged"]) == sorted(first["files"])
+    assert again["files"] == [] and sorted(again["unchanged"]) == pages
     assert all(again[name] == 0 for name in PULL_COUNTS)
 
 

@@ -134,8 +134,8 @@ def _entry(raw: Any, category: str, path: Path, parent: Any) -> CatalogueEntry:
     status = raw.get("status")
     if status not in (None, "read", "unread"):
         raise CatalogueError(f"{where(path, raw, 'status')}: status must be read or unread, not {status!r}")
-    noted = raw.get("noted", False)
-    if not isinstance(noted, bool):
+    noted = raw.get("noted")
+    if noted is not None and not isinstance(noted, bool):
         raise CatalogueError(f"{where(path, raw, 'noted')}: noted must be true or false")
     links_raw = raw.get("links") or {}
     links = {label: text_of(links_raw, label) for label in links_raw} if isinstance(links_raw, dict) else {}

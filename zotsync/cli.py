@@ -177,11 +177,18 @@ def pull_command(state: _State, full: bool, force: bool) -> None:
 )
 @pass_state
 def export_command(state: _State, fmt: str, output: str | None) -> None:
-    """Write the merged catalogue in one format (`exports.formats` lists what `sync` writes)."""
+    """Write the merged catalogue in one format (`exports.formats` lists what `sync` writes). A page
+    written into exports.dir brings the format's other files: note pages, category pages, tags page."""
     from .app import page
 
-    text = page.render(state.config, fmt)
-    _write_output(state, text, page.default_output(state.config, fmt) if output is None else output)
+    if output == "-":
+        _write_output(state, page.render(state.config, fmt), output)
+        return
+    path = page.default_output(state.config, fmt) if output is None else Path(output)
+    text, others = page.export(state.config, fmt, path)
+    _write_output(state, text, path)
+    for written, changed in others:
+        state.say_written(written, changed)
 
 
 @cli.command("sync")

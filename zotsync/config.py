@@ -258,6 +258,7 @@ class ExportsConfig:
     sortable: bool = flag(
         False, "also write the vendored tablesort script for a MkDocs site: sortable tables"
     )
+    notes: bool = flag(True, "a Markdown page per paper from its Zotero notes and annotations, linked to")
 
 
 def _formats(reading: Reading, value: Any) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ class Needs(enum.Flag):
     NOTHING = 0
     ZOTERO_LINKS = enum.auto()  # rows carry Zotero's links (paper, PDFs, zotero://): attachments are read
     CREATORS = enum.auto()  # each item's creators as Zotero holds them, not just the authors' names
+    NOTES = enum.auto()  # each paper's child notes and its PDFs' annotations (`Library.notes`): note pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,10 @@ class Output:
 
     path: PurePosixPath
     text: str
+    # What the file was made from, when the next sync may keep it without making it again (a note page:
+    # its head); kept in the store's record of the file.
+    made_from: str | None = None
+    kept: bool = False  # True: the file as the last export left it (`text` is not given), not rewritten
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,13 @@ class Labels:
     tags_papers: str = "Papers"  # the heading of the list of papers, each with its tags
     no_tags: str = "no tags"
     index_entries: str = "{entries} entries, {read} read"  # a category's line on the index page
+    # note pages (exports.notes)
+    link_note: str = "Note"  # the link to the paper's note page (a curator's own Note link wins)
+    notes: str = "Notes"  # a note page's headings: the paper's Zotero notes, then its annotations
+    annotations: str = "Annotations"
+    page_label: str = "p. {page}"  # where an annotation is in its PDF; {page} is the page label
+    image: str = "Image"  # what an image or ink annotation, or an image in a note, is called (not copied)
+    ink: str = "Ink drawing"
 
 
 # The templates and the placeholders each may use; other labels are written as they are.
@@ -82,6 +89,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "summary_papers": frozenset({"papers", "entries", "read", "unread"}),
     "tags_summary": frozenset({"tags", "papers"}),
     "index_entries": frozenset({"entries", "read", "unread"}),
+    "page_label": frozenset({"page"}),
 }
 # A column of the Markdown page (`exports.columns`) → the label of its header.
 COLUMN_LABELS: dict[str, str] = {
@@ -97,7 +105,14 @@ COLUMN_LABELS: dict[str, str] = {
 COLUMNS = ("status", "paper", "venue", "why", "links")  # the seed page's, in its order
 
 _SHARED = dict(status="Status", paper="Paper", venue="Venue", why="Why It Matters", links="Links")
-_MARKS = dict(read="✅", unread="⬜", noted="📝", link_paper="Paper", link_pdf="PDF", link_zotero="Zotero")
+_MARKS = dict(
+    read="✅",
+    unread="⬜",
+    noted="📝",
+    link_paper="Paper",
+    link_pdf="PDF",
+    link_zotero="Zotero",
+)
 
 BUILT_IN: dict[str, Labels] = {
     "en": Labels(
@@ -155,6 +170,11 @@ BUILT_IN: dict[str, Labels] = {
         tags_papers="论文",
         no_tags="无标签",
         index_entries="{entries} 个条目，已读 {read}",
+        notes="笔记",
+        annotations="标注",
+        page_label="第 {page} 页",
+        image="图片",
+        ink="手绘",
         **_SHARED,
         **_MARKS,
     ),

@@ -388,6 +388,9 @@ class Library:
     # processor name → item key → what that processor derived for the item (zotsync/processing), joined
     # in by the processor itself (`Processor.attach`), in the form reconcile reads.
     derived: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False, repr=False)
+    # paper key → its Zotero notes and annotations, for the papers whose note pages an export makes
+    # (loaded only when an exporter needs them: `formats.Needs.NOTES`).
+    notes: Mapping[str, PaperNotes] = field(default_factory=dict, compare=False, repr=False)
 
     def collection_paths(self) -> dict[str, str]:
         """Collection key → `Parent / Child` path. Each path is built once from its parent's, so the
@@ -419,6 +422,18 @@ class Library:
             key: " / ".join(head) + (" / … / " + " / ".join(tail) if tail else "")
             for key, (_, head, tail) in known.items()
         }
+
+
+@dataclass(frozen=True, slots=True)
+class PaperNotes:
+    """What a paper's note page shows of Zotero: its child notes (oldest first) and, per attachment
+    (oldest first), the annotations made in it, in reading order. Nothing in the trash."""
+
+    notes: tuple[Item, ...] = ()
+    annotated: tuple[tuple[Item, tuple[Item, ...]], ...] = ()  # (attachment, its annotations)
+
+    def __bool__(self) -> bool:
+        return bool(self.notes or self.annotated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,7 +501,7 @@ class CatalogueEntry:
     venue: str = ""
     status: Status | None = None
     why: str = ""
-    noted: bool = False
+    noted: bool | None = None  # the 📝 mark as the curator set it; None: not given (note pages may set it)
     links: tuple[Link, ...] = ()
     zotero_key: str = ""
     doi: str = ""
@@ -535,6 +550,7 @@ class Placement(NamedTuple):
     added: str = ""  # the day the item joined the library (YYYY-MM-DD); empty for an unmatched entry
     # where `venue` came from: curated, zotero, or the metadata service that found it; empty when unknown
     venue_source: str = ""
+    noted_by_curator: bool = False  # `noted` is the curator's own (true or false), which a note page keeps
 
     @property
     def curated(self) -> bool:

@@ -280,16 +280,16 @@ class FileRecord:
         digest = hashlib.sha256(data).hexdigest() if data is not None else file_digest(path)
         return cls(info.st_size, info.st_mtime_ns, digest) if digest is not None else None
 
-    def holds(self, path: Path) -> bool:
+    def holds(self, path: Path | str) -> bool:
         """Whether `path` is still this file: the same size and modification time, or else (touched, or
         copied back) the same bytes."""
         try:
-            info = path.lstat()
+            info = os.lstat(path)
         except OSError:
             return False
         if not _regular(info) or info.st_size != self.size:
             return False
-        return info.st_mtime_ns == self.mtime_ns or file_digest(path) == self.sha256
+        return info.st_mtime_ns == self.mtime_ns or file_digest(Path(path)) == self.sha256
 
 
 def _regular(info: os.stat_result) -> bool:

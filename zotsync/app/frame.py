@@ -19,7 +19,7 @@ def catalogue_frame(config: Config) -> pandas.DataFrame:
 
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
-        rows = merge(config, catalogue, store, creators=False, links=False).page.rows
+        rows = merge(config, catalogue, store, creators=False, links=False, notes_plan=True).page.rows
         columns: dict[str, list[Any]] = {
             "category": [r.category for r in rows],
             "status": [r.status for r in rows],

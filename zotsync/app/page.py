@@ -3,23 +3,26 @@ exporters need, and the plan of the files they write."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import formats, processing
 from ..catalogue import load_catalogue
 from ..config import Config
-from ..export import ExportInput, LinkPlan, Page, page_text
+from ..digest import News
+from ..export import ExportInput, LinkPlan, Page, notes, page_text
 from ..export.base import Layout
 from ..export.markdown import category_files
+from ..export.writer import write_exports
 from ..formats import Needs
 from ..gcpause import bulk_phase
 from ..model import ENRICHMENT, Catalogue, Library, Placement
 from ..reconcile import Options, Reconciliation, reconcile
 from ..reconcile.scope import PageScope, page_rows
 from ..reconcile.venue import load_venue_table
-from ..store import Store
+from ..store import Store, exclusive_lock
 from .changes import feed_of
 from .stores import open_store
 
@@ -28,25 +31,36 @@ TAGS_PAGE = "tags.md"
 
 @dataclass(frozen=True, slots=True)
 class Merged:
-    page: Page
+    page: Page  # its rows carry the 📝 and Note links of the plan's note pages
     reconciliation: Reconciliation
     library: Library
+    plan: LinkPlan = dataclasses.field(default_factory=LinkPlan)
+    notes_needed: bool = False  # an exporter makes note pages from the library's notes (`Needs.NOTES`)
 
 
 def merge(
-    config: Config, catalogue: Catalogue, store: Store, creators: bool = True, links: bool = True
+    config: Config,
+    catalogue: Catalogue,
+    store: Store,
+    creators: bool = True,
+    links: bool = True,
+    notes_plan: bool = False,
 ) -> Merged:
     """The page of `catalogue` and the store's library; without `creators`, the library's items may
     lack their creators (see `Store.load_page`): for callers that use only the page and counts; without
     `links`, the rows lack Zotero's links (for a report or a format that shows none), and the library its
-    attachments, which only those links read."""
+    attachments, which only those links read; with `notes_plan`, the rows carry the 📝 and Note links of
+    the note pages the exports make (the page and its CSV, not a report)."""
     library = store.load_page(creators, attachments=links)
     library = processing.attach_all(library, {name: store.derived(name) for name in processing.BUILT_IN})
     enriched = bool(library.derived.get(ENRICHMENT))
     reconciliation = reconcile(catalogue, library, options_of(config, links, enriched))
     rows = page_rows(reconciliation.placements, scope_of(config, catalogue))
+    files = plan(config, rows, store if notes_plan else None)
+    if files.notes:
+        rows = tuple(notes.with_note_links(rows, files))
     page = Page(catalogue.title, catalogue.description, rows, config.exports.labels, layout_of(config))
-    return Merged(page, reconciliation, library)
+    return Merged(page, reconciliation, library, files)
 
 
 def layout_of(config: Config) -> Layout:
@@ -93,13 +107,15 @@ def scope_of(config: Config, catalogue: Catalogue) -> PageScope:
 def merge_for(config: Config, catalogue: Catalogue, store: Store, names: Sequence[str]) -> Merged:
     """The page with no more than the exporters `names` need (formats.Needs)."""
     needs = formats.needs(names)
-    return merge(
+    merged = merge(
         config,
         catalogue,
         store,
         creators=bool(needs & Needs.CREATORS),
         links=bool(needs & Needs.ZOTERO_LINKS),
+        notes_plan=True,
     )
+    return dataclasses.replace(merged, notes_needed=bool(needs & Needs.NOTES))
 
 
 def default_output(config: Config, fmt: str) -> Path:
@@ -107,21 +123,81 @@ def default_output(config: Config, fmt: str) -> Path:
 
 
 def render(config: Config, fmt: str) -> str:
-    """The page of the format `fmt` (what `export --output` writes)."""
+    """The page of the format `fmt` alone (what `export --output` writes)."""
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
         merged = merge_for(config, catalogue, store, [fmt])
-        given = ExportInput(merged.page, merged.library, plan(config, merged.page), feed_of(store))
+        given = ExportInput(merged.page, merged.library, merged.plan, feed_of(store))
         return page_text(formats.get(fmt), given)
 
 
-def plan(config: Config, page: Page) -> LinkPlan:
-    """Where each file of the export goes: each format's page, the tags page and the category pages."""
+def export(config: Config, fmt: str, output: Path) -> tuple[str, list[tuple[Path, bool]]]:
+    """`export --format fmt` into the file `output`: the page's text and, when the page goes into
+    `exports.dir`, where its links to them resolve, the format's other files (note pages, category
+    pages, the tags page, the sortable-tables script) — written, and recorded in the store as a sync
+    records them (under the run lock, so no sync writes them meanwhile). Elsewhere, the page alone."""
+    folder = config.exports.dir
+    if output.absolute().parent.resolve() != folder.absolute().resolve():
+        return render(config, fmt), []
+    exporter = formats.get(fmt)
+    catalogue = load_catalogue(config.catalog, config.path)
+    # The store first: without one, nothing is made beside it (not even the lock file).
+    with open_store(config, readonly=True) as store, exclusive_lock(config.store):
+        with bulk_phase():
+            merged = merge_for(config, catalogue, store, [fmt])
+            made = list(exporter.render(export_input(merged, store, feed=feed_of(store))))
+            others = made[1:]
+            # The files of this format the record knows: those it makes now, and every note page when
+            # it makes note pages (one it no longer makes goes); other formats' files stay as they are.
+            ours = {str(folder / each.path) for each in others}
+            inside = notes.folder_prefix(folder) if exporter.needs & Needs.NOTES else None
+            known = {
+                path: record
+                for path, record in store.export_files().items()
+                if path in ours or (inside is not None and path.startswith(inside))
+            }
+            result = write_exports(folder, [], others, known)
+        if result.records or known:
+            with Store(config.store) as writable:
+                writable.update_export_files(
+                    result.records, result.made_from, set(known) - set(result.records)
+                )
+    return made[0].text, result.written
+
+
+def export_input(
+    merged: Merged,
+    store: Store,
+    unchanged: Mapping[str, str] | None = None,
+    feed: Sequence[News] = (),
+) -> ExportInput:
+    """What the exporters get: the page, the library with the notes of each note page they must make
+    (every one but those `unchanged` names with the head they would have), the plan and the feed."""
+    unchanged = unchanged or {}
+    given = ExportInput(merged.page, merged.library, merged.plan, feed, unchanged)
+    if not merged.plan.notes or not merged.notes_needed:
+        return given
+    wanted = [Path(path).stem for path, head in notes.heads(given).items() if unchanged.get(path) != head]
+    library = dataclasses.replace(merged.library, notes=store.paper_notes(wanted))
+    return dataclasses.replace(given, library=library)
+
+
+def plan(config: Config, rows: Sequence[Placement], store: Store | None = None) -> LinkPlan:
+    """Where each file of the export goes: each format's page, the tags page, the category pages and,
+    when note pages are on (`exports.notes` and a format that makes them), one per paper of `rows` with
+    notes in `store`."""
     exports = config.exports
     pages = {name: formats.get(name).page for name in exports.formats}
-    categories = dict.fromkeys(row.category for row in page.rows) if exports.split == "category" else {}
-    return LinkPlan(
+    categories = dict.fromkeys(row.category for row in rows) if exports.split == "category" else {}
+    files = LinkPlan(
         pages=pages,
         tags_page=TAGS_PAGE if exports.tags_page and "md" in exports.formats else "",
         category_pages=category_files(list(categories)),
     )
+    if store is None or not notes_on(config):
+        return files
+    return notes.note_plan(files, store.papers_with_notes(), rows)
+
+
+def notes_on(config: Config) -> bool:
+    return config.exports.notes and bool(formats.needs(config.exports.formats) & Needs.NOTES)

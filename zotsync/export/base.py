@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..formats import Exporter, Output
 from ..labels import COLUMNS, Labels, labels_for
-from ..model import Library, Placement
+from ..model import Library, Link, Placement
 
 if TYPE_CHECKING:
     from ..digest import News
@@ -80,6 +80,30 @@ class ExportInput:
     library: Library = field(default_factory=Library)
     plan: LinkPlan = field(default_factory=LinkPlan)
     feed: Sequence[News] = ()
+    # Files the last export wrote that are still as it left them, and what each was made from (path
+    # relative to `exports.dir` → made_from): an exporter that would make one from the same again may
+    # yield it `kept` instead of making it (a note page whose head is the same and whose notes did not
+    # change since: the library then holds no notes for it).
+    unchanged: Mapping[str, str] = field(default_factory=dict)
+
+
+def link_labels(links: Sequence[Link], labels: Labels) -> list[tuple[str, Link]]:
+    """Each link with the label the page shows: a curator's own as written, the ones zotsync added in
+    the page's words (the second PDF is `PDF2`, …)."""
+    words = {
+        "paper": labels.link_paper,
+        "zotero": labels.link_zotero,
+        "archive": labels.link_archive,
+        "note": labels.link_note,
+    }
+    shown, pdfs = [], 0
+    for each in links:
+        if each.kind == "pdf":
+            pdfs += 1
+            shown.append((labels.link_pdf + (str(pdfs) if pdfs > 1 else ""), each))
+        else:
+            shown.append((words.get(each.kind, each.label), each))
+    return shown
 
 
 def page_text(exporter: Exporter, given: ExportInput) -> str:

@@ -27,8 +27,7 @@ from ..formats import Exporter, Needs, Output
 from ..labels import Labels
 from ..model import Placement
 from ..text import flatten
-from .base import ExportInput, Page
-from .markdown import link_labels
+from .base import ExportInput, Page, link_labels
 from .mdtext import safe_target
 
 

@@ -24,8 +24,9 @@ from pathlib import PurePosixPath
 from .. import normalize
 from ..formats import Exporter, Needs, Output
 from ..labels import COLUMN_LABELS, COLUMNS, Labels, labels_for
-from ..model import ZOTERO_KEY, Link, Placement
-from .base import ExportInput, Layout, LinkPlan
+from ..model import ZOTERO_KEY, Placement
+from . import notes
+from .base import ExportInput, Layout, LinkPlan, link_labels
 from .mdtext import cell, inline, line, link
 
 PAGE = "catalog.md"
@@ -207,20 +208,6 @@ def shorten(venue: str, longest: int) -> str:
     return name + after
 
 
-def link_labels(links: Sequence[Link], labels: Labels) -> list[tuple[str, Link]]:
-    """Each link with the label the page shows: a curator's own as written, the ones zotsync added in
-    the page's words (the second PDF is `PDF2`, …)."""
-    words = {"paper": labels.link_paper, "zotero": labels.link_zotero, "archive": labels.link_archive}
-    shown, pdfs = [], 0
-    for each in links:
-        if each.kind == "pdf":
-            pdfs += 1
-            shown.append((labels.link_pdf + (str(pdfs) if pdfs > 1 else ""), each))
-        else:
-            shown.append((words.get(each.kind, each.label), each))
-    return shown
-
-
 # -- a page per category ---------------------------------------------------------------------------------
 
 CATEGORY_FOLDER = "categories"
@@ -376,6 +363,7 @@ def _outputs(given: ExportInput) -> Iterator[Output]:
         )
     if page.layout.sortable:
         yield from asset_outputs()
+    yield from notes.outputs(given)
 
 
 EXPORTER = Exporter(
@@ -383,5 +371,5 @@ EXPORTER = Exporter(
     summary="the reading list as a Markdown page, one table per category",
     page=PAGE,
     render=_outputs,
-    needs=Needs.ZOTERO_LINKS,
+    needs=Needs.ZOTERO_LINKS | Needs.NOTES,
 )

@@ -121,6 +121,27 @@ def line(text: str) -> str:
     return _escape(text[0]) + text[1:]
 
 
+def fragment(text: str) -> str:
+    """A piece of a line whose neighbours are written by someone else (a text node of a note converted
+    from HTML): `cell`'s escaping, a space kept at either end (the words around it need it), and a first
+    character that would start a list, a heading, a definition or a block escaped, as it may begin a line."""
+    if not text:
+        return ""
+    core = cell(text)
+    if not core:
+        return " " if text.isspace() else ""
+    if core.startswith("\\["):  # arithmatex takes a block `\[…\]` for display math
+        core = "&#91;" + core[2:]
+    elif (start := _LINE_START.match(core)) is not None and start.group(0)[0].isdigit():
+        end = start.end()
+        core = core[:end] + _escape(core[end]) + core[end + 1 :]
+    elif start is not None:
+        core = _escape(core[0]) + core[1:]
+    before = " " if text[:1].isspace() else ""
+    after = " " if text[-1:].isspace() else ""
+    return before + core + after
+
+
 # -- links ---------------------------------------------------------------------------------------------
 
 # Link targets written as links: the web, mail, Zotero's own, DOIs, and paths relative to the page.

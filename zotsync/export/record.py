@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -57,13 +57,18 @@ def export_inputs(config: Config, catalogue_digest: str | None) -> dict[str, str
 
 @dataclass(frozen=True, slots=True)
 class ExportRecord:
-    """What the last complete sync exported from: its inputs and the store's content generation."""
+    """What the last complete sync exported from: its inputs and the store's content and notes
+    generations."""
 
     inputs: Mapping[str, str]
     generation: int
+    notes_generation: int = -1  # -1: a record from before note pages, whose notes count as changed
 
     def dumps(self) -> str:
-        return json.dumps({"inputs": self.inputs, "generation": self.generation}, sort_keys=True)
+        return json.dumps(
+            {"inputs": self.inputs, "generation": self.generation, "notes_generation": self.notes_generation},
+            sort_keys=True,
+        )
 
     @classmethod
     def loads(cls, text: str | None) -> ExportRecord | None:
@@ -72,15 +77,22 @@ class ExportRecord:
             return None
         try:
             raw = json.loads(text)
-            return cls(dict(raw["inputs"]), int(raw["generation"]))
+            return cls(dict(raw["inputs"]), int(raw["generation"]), int(raw.get("notes_generation", -1)))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def still_holds(
-        self, inputs: Mapping[str, str], generation: int, files: Mapping[Path, FileRecord | None]
+        self,
+        inputs: Mapping[str, str],
+        generations: Sequence[int],
+        files: Mapping[str | Path, FileRecord | None],
     ) -> bool:
         """Whether exporting now would write exactly these files again: the same inputs, the same store
-        content, and each of the `files` it would write still on disk as it was written."""
-        if dict(inputs) != dict(self.inputs) or generation != self.generation:
+        content (`generations`: the content generation, and the notes generation unless left out), and
+        each of the `files` it would write still on disk as it was written."""
+        if (
+            dict(inputs) != dict(self.inputs)
+            or tuple(generations) != ((self.generation, self.notes_generation)[: len(generations)])
+        ):
             return False
         return all(record is not None and record.holds(path) for path, record in files.items())

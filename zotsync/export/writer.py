@@ -5,7 +5,8 @@
   name, as the config names the folder they go to.
 - Every other file (a note page, the tags page) is replaced on its own, atomically, and only if zotsync
   wrote it before (it is in the store's record), is not there, or already holds these bytes: a file of
-  that name zotsync did not write is left alone, and said so.
+  that name zotsync did not write is left alone, and said so. An output `kept` by its exporter stays as
+  the last export left it, with its record. Only those that changed are reported (there may be 30,000).
 - A file zotsync wrote before and no longer writes goes, unless it was changed since (then it stays,
   and is said so). Only files in `exports.dir` go; the record forgets the others.
 
@@ -31,6 +32,7 @@ log = logging.getLogger("zotsync")
 class WriteResult:
     written: list[tuple[Path, bool]] = field(default_factory=list)  # each file written, and if it changed
     records: dict[str, FileRecord] = field(default_factory=dict)  # path → record, of every file now ours
+    made_from: dict[str, str] = field(default_factory=dict)  # path → what it was made from, where known
     removed: list[Path] = field(default_factory=list)
 
 
@@ -46,10 +48,17 @@ def write_exports(
         _remember(result, path, dict(page_files)[path])
     for output in others:
         path = folder / output.path
+        if output.made_from is not None:
+            result.made_from[str(path)] = output.made_from
+        if output.kept and str(path) in known:  # as the last export left it (its exporter checked)
+            result.records[str(path)] = known[str(path)]
+            continue
         if str(path) not in known and not _absent_or_holding(path, output.text):
             log.warning("%s was not written by zotsync: left as it is", path)
+            result.made_from.pop(str(path), None)
             continue
-        result.written.append((path, write_atomically(path, output.text)))
+        if write_atomically(path, output.text):  # only a file that changed is named (there may be many)
+            result.written.append((path, True))
         _remember(result, path, output.text)
     for name, record in known.items():
         path = Path(name)

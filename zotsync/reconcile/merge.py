@@ -159,13 +159,14 @@ class _RowBuilder:
                 authors=(),
                 doi=entry.doi,
                 url=entry.url,
-                noted=entry.noted,
+                noted=bool(entry.noted),
                 links=self.curators(entry.links),
                 zotero_key="",
                 tags=(),
                 collections=(),
                 curated_title=entry.title,
                 venue_source="curated" if entry.venue else "",
+                noted_by_curator=entry.noted is not None,
             )
         base = self.uncurated(item, entry.category)
         return Placement(
@@ -178,7 +179,7 @@ class _RowBuilder:
             authors=base.authors,
             doi=base.doi or entry.doi,
             url=base.url or entry.url,
-            noted=entry.noted,
+            noted=bool(entry.noted),
             links=merge_links(self.curators(entry.links), base.links),
             zotero_key=base.zotero_key,
             tags=base.tags,
@@ -186,6 +187,7 @@ class _RowBuilder:
             curated_title=entry.title,
             added=base.added,
             venue_source="curated" if entry.venue else base.venue_source,
+            noted_by_curator=entry.noted is not None,
         )
 
     def uncurated(self, item: Item, category: str) -> Placement:

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import StoreError
 from ..facts import ItemFacts, stored_version
 from ..fulltext import Query
-from ..model import CHILD_TYPES, Changes, Collection, Library
+from ..model import CHILD_TYPES, Changes, Collection, Item, Library, PaperNotes
 from ..outputs import FileRecord
 from . import searchindex
 from .codec import items_of, page_items
@@ -95,6 +95,40 @@ def _initialise(db: sqlite3.Connection) -> None:
         apply_migration(db, number)
     settle(db)
     db.execute("COMMIT")
+
+
+def group_notes(items: Iterable[Item]) -> dict[str, PaperNotes]:
+    """Notes, annotations and the attachments they are made in, grouped by paper: notes and attachments
+    oldest first (then by key), annotations in reading order (`annotationSortIndex`, then key)."""
+    notes: dict[str, list[Item]] = {}
+    attachments: dict[str, Item] = {}
+    annotations: dict[str, list[Item]] = {}
+    for item in items:
+        if item.deleted or not item.parent_key:
+            continue
+        if item.item_type == "note":
+            notes.setdefault(item.parent_key, []).append(item)
+        elif item.item_type == "annotation":
+            annotations.setdefault(item.parent_key, []).append(item)
+        elif item.item_type == "attachment":
+            attachments[item.key] = item
+    annotated: dict[str, list[tuple[Item, tuple[Item, ...]]]] = {}
+    for key, found in annotations.items():
+        attachment = attachments.get(key)
+        if attachment is not None and attachment.parent_key:
+            found.sort(key=lambda a: (a.get("annotationSortIndex"), a.key))
+            annotated.setdefault(attachment.parent_key, []).append((attachment, tuple(found)))
+
+    def oldest_first(item: Item) -> tuple[str, str]:
+        return item.get("dateAdded"), item.key
+
+    return {
+        paper: PaperNotes(
+            tuple(sorted(notes.get(paper, ()), key=oldest_first)),
+            tuple(sorted(annotated.get(paper, ()), key=lambda pair: oldest_first(pair[0]))),
+        )
+        for paper in notes.keys() | annotated.keys()
+    }
 
 
 class Store:
@@ -320,15 +354,103 @@ class Store:
         return {path: FileRecord(size, mtime_ns, sha256) for path, size, mtime_ns, sha256 in rows}
 
     @store_errors
-    def record_export(self, record: str | None, files: Mapping[str, FileRecord]) -> None:
-        """Remember what a sync exported (`export_record`, None to forget it) and the files it left."""
+    def export_made_from(self) -> dict[str, str]:
+        """What each file the last complete sync exported was made from, where known (a note page's head)."""
+        rows = self._db.execute("SELECT path, made_from FROM export_files WHERE made_from IS NOT NULL")
+        return dict(rows)
+
+    @store_errors
+    def record_export(
+        self, record: str | None, files: Mapping[str, FileRecord], made_from: Mapping[str, str] | None = None
+    ) -> None:
+        """Remember what a sync exported (`export_record`, None to forget it), the files it left, and
+        what some of them were made from."""
+        made_from = made_from or {}
         with self._transaction() as db:
             db.execute("DELETE FROM export_files")
             db.executemany(
-                "INSERT INTO export_files VALUES (?, ?, ?, ?)",
-                ((path, f.size, f.mtime_ns, f.sha256) for path, f in files.items()),
+                "INSERT INTO export_files VALUES (?, ?, ?, ?, ?)",
+                ((path, f.size, f.mtime_ns, f.sha256, made_from.get(path)) for path, f in files.items()),
             )
             write_state(db, {"export_record": record})
+
+    @store_errors
+    def update_export_files(
+        self, files: Mapping[str, FileRecord], made_from: Mapping[str, str], removed: Iterable[str]
+    ) -> None:
+        """Change the record of some files alone (`export` writing note pages): `files` as they are now,
+        `removed` no longer there; the rest of the record stays."""
+        with self._transaction() as db:
+            db.executemany("DELETE FROM export_files WHERE path = ?", ((path,) for path in removed))
+            db.executemany(
+                "INSERT OR REPLACE INTO export_files VALUES (?, ?, ?, ?, ?)",
+                ((p, f.size, f.mtime_ns, f.sha256, made_from.get(p)) for p, f in files.items()),
+            )
+
+    # -- notes and annotations ------------------------------------------------------------------
+    @store_errors
+    def papers_with_notes(self) -> set[str]:
+        """The items with a child note or an annotation in one of their attachments, none in the trash:
+        one pass over the children's index (`item_page_children`), joined here."""
+        notes: set[str] = set()
+        attachments: dict[str, str] = {}
+        annotated: set[str] = set()
+        rows = self._db.execute(
+            "SELECT key, parent_key, item_type FROM item_page INDEXED BY item_page_children"
+            " WHERE parent_key IS NOT NULL AND deleted = 0"
+            " AND item_type IN ('note', 'annotation', 'attachment')"
+        )
+        for key, parent, kind in rows:
+            if kind == "note":
+                notes.add(parent)
+            elif kind == "annotation":
+                annotated.add(parent)
+            else:
+                attachments[key] = parent
+        return notes | {attachments[key] for key in annotated if key in attachments}
+
+    @store_errors
+    def papers_with_changed_notes(self, generation: int) -> set[str] | None:
+        """The papers whose notes, annotations or attachments a pull changed after notes generation
+        `generation`; None when every paper counts as changed (a first pull, another library since)."""
+        if self.sync_state.notes_reset > generation:
+            return None
+        rows = self._db.execute("SELECT paper_key FROM note_changes WHERE generation > ?", (generation,))
+        return {key for (key,) in rows}
+
+    @store_errors
+    def paper_notes(self, papers: Iterable[str]) -> dict[str, PaperNotes]:
+        """The notes and annotations of `papers` (those that have any), read from `items` with every field."""
+        wanted = set(papers)
+        if not wanted:
+            return {}
+        state = self.sync_state
+        library = (state.library_type, state.library_id)
+        children = self._children_of(sorted(wanted))
+        attachments = [key for key, kind in children if kind == "attachment"]
+        keys = [key for key, kind in children if kind == "note"]
+        annotations = [key for key, kind in self._children_of(attachments) if kind == "annotation"]
+        keys += annotations + attachments if annotations else []
+        items: list[Item] = []
+        for start in range(0, len(keys), 500):
+            batch = sorted(keys[start : start + 500])
+            marks = ", ".join("?" * len(batch))
+            rows = self._db.execute(f"SELECT * FROM items WHERE key IN ({marks})", batch)
+            items += items_of(rows, known=None, library=library)
+        return group_notes(items)
+
+    def _children_of(self, parents: list[str]) -> list[tuple[str, str]]:
+        """(key, item type) of the children of `parents` that are not in the trash, by the index."""
+        found: list[tuple[str, str]] = []
+        for start in range(0, len(parents), 500):
+            batch = parents[start : start + 500]
+            marks = ", ".join("?" * len(batch))
+            found += self._db.execute(
+                "SELECT key, item_type FROM item_page INDEXED BY item_page_children"
+                f" WHERE parent_key IN ({marks}) AND deleted = 0",
+                batch,
+            ).fetchall()
+        return found
 
     # -- the last synced page (change digest) ---------------------------------------------------
     @store_errors

@@ -57,6 +57,9 @@ def run_sql(db: sqlite3.Connection, script: str) -> None:
 
 
 BUMP_GENERATION = "UPDATE sync_state SET value = CAST(value AS INTEGER) + 1 WHERE name = 'content_generation'"
+BUMP_NOTES_GENERATION = (
+    "UPDATE sync_state SET value = CAST(value AS INTEGER) + 1 WHERE name = 'notes_generation'"
+)
 _GENERATION_TABLES = ("items", "collections", "item_tags", "item_collections")
 
 
@@ -336,6 +339,32 @@ def children_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS items_children ON items (parent_key) WHERE parent_key IS NOT NULL")
 
 
+@migration
+def note_page_inputs(db: sqlite3.Connection) -> None:
+    """14: what a sync needs to rewrite only the note pages whose notes changed. `note_changes` holds, per
+    paper, the notes generation of the last pull that changed one of its notes, annotations or
+    attachments (sync_state 'notes_generation' counts those pulls; 'notes_reset' is the generation at
+    which every paper counts as changed: a first pull, another library); `export_files.made_from` what a
+    file was made from where a sync may keep it without making it again (a note page: its head); and an
+    index of the children by parent, holding their type and trash flag, so that a paper's notes and
+    which papers have any are read without scanning every item (0.1 s instead of 0.8 s for 180,000
+    children), at the cost of keeping it for child items alone."""
+    run_sql(
+        db,
+        """
+        CREATE TABLE note_changes (
+            paper_key TEXT PRIMARY KEY,    -- a regular item's key (or a child's whose parent is unknown)
+            generation INTEGER NOT NULL    -- the notes generation of the pull that last changed its notes
+        ) WITHOUT ROWID;
+        ALTER TABLE export_files ADD COLUMN made_from TEXT;
+        CREATE INDEX IF NOT EXISTS item_page_children ON item_page (parent_key, item_type, deleted)
+            WHERE parent_key IS NOT NULL;
+        INSERT OR IGNORE INTO sync_state VALUES ('notes_generation', '0');
+        INSERT OR IGNORE INTO sync_state VALUES ('notes_reset', '0');
+        """,
+    )
+
+
 # Every table a migration (or the first search) makes: a store without the mark (application_id 0, from a
 # zotsync before it) is ours only if it has the migrations table and none but these
 # (`identity.identify`). A new migration's table joins here (tests/test_store.py checks that a new store
@@ -353,6 +382,7 @@ TABLES = frozenset(
         "export_files",
         "derived",
         "feed_entries",
+        "note_changes",
     }
     | searchindex.TABLES
 )

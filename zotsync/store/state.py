@@ -20,7 +20,9 @@ class SyncState:
     library_url: str = ""  # the library's web page, when a source named it (kept until another does)
     source: str | None = None  # the id of the source the library came from (`Source.id`)
     last_sync_at: str | None = None  # when the last pull ended, UTC, ISO 8601
-    content_generation: int = 0  # bumped by every pull that changed library content
+    content_generation: int = 0  # bumped by every pull that changed library content but notes and annotations
+    notes_generation: int = 0  # bumped by every pull that changed a note, an annotation or an attachment
+    notes_reset: int = 0  # the notes generation at which every paper's notes count as changed
     source_digest: str | None = None  # the source's digest of what the store last took in (a snapshot's)
     facts_version: str | None = None  # which derivation computed the stored facts (facts.stored_version)
     export_record: str | None = None  # what the last complete sync exported (JSON, export/record.py)
@@ -38,7 +40,7 @@ ROW_NAMES = {field.name: field.name for field in dataclasses.fields(SyncState)} 
     "source_digest": "source_fingerprint"
 }
 _FIELDS = {row: field for field, row in ROW_NAMES.items()}
-_INTEGERS = frozenset({"library_version", "content_generation"})
+_INTEGERS = frozenset({"library_version", "content_generation", "notes_generation", "notes_reset"})
 
 
 def read_state(db: sqlite3.Connection) -> SyncState:
