@@ -28,6 +28,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 from xml.sax.saxutils import escape
 
+from served import Served
+
 SERVICES = ("dblp", "crossref", "openalex", "arxiv")
 
 
@@ -108,7 +110,7 @@ class _RealTime:
     monotonic = staticmethod(time.monotonic)
 
 
-class MetadataServer:
+class MetadataServer(Served):
     """`clock` stamps the requests (a test's fake clock shows the pauses zotsync took between them); the
     rate limit always reads real time, as a real service does."""
 
@@ -128,7 +130,6 @@ class MetadataServer:
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
 
     # -- set-up ---------------------------------------------------------------------------------------
     def add(self, *papers: Paper) -> None:
@@ -159,33 +160,11 @@ class MetadataServer:
             self.too_fast = 0
 
     # -- where it is --------------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
     def endpoints(self) -> dict[str, str]:
         return {service: f"{self.url}/{service}" for service in SERVICES}
 
     def asked(self, service: str) -> list[Recorded]:
         return [r for r in self.requests if r.service == service]
-
-    def start(self) -> MetadataServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread:
-            self._thread.join(5)
-
-    def __enter__(self) -> MetadataServer:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
 
     # -- answering ------------------------------------------------------------------------------------
     def _arrive(

@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from served import Served
+
 KEY_ALPHABET = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"  # Zotero's object keys: 8 of these
 DEFAULT_LIMIT = 25  # the API's default page size
 MAX_LIMIT = 100
@@ -422,10 +424,12 @@ class _RealTime:
         time.sleep(seconds)
 
 
-class ZoteroServer:
+class ZoteroServer(Served):
     """`keys` maps each valid API key to the library prefixes it may read ("users/1", "groups/2"), or to
     None for all of them. `clock` stamps the requests and times a dripping body: a test's fake clock
     makes those instant (a `delay` and `latency` stay real: they stand for a slow network)."""
+
+    _name = "zotero-server"
 
     clock: Any = _RealTime()
 
@@ -454,35 +458,10 @@ class ZoteroServer:
         self._lock = threading.Lock()
         self._httpd = _QuietServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
 
     @property
     def library(self) -> FakeLibrary:
         return next(iter(self.libraries.values()))
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> ZoteroServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.05,), name="zotero-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread:
-            self._thread.join(5)
-
-    def __enter__(self) -> ZoteroServer:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
 
     def inject(self, *faults: Fault | None) -> None:
         """Faults for the next requests, one each, in arrival order."""
