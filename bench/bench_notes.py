@@ -41,6 +41,7 @@ from bench_scale import (  # noqa: E402
     build_catalogue,
     build_library,
     compile_package,
+    report,
     zotsync_command,
 )
 from zotero_server import FakeLibrary, ZoteroServer  # noqa: E402
@@ -217,17 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         conn.send(("stop",))
         server.join(30)
         shutil.rmtree(folder, ignore_errors=True)
-    width = max(len(r.measure) for r in rows)
-    fig_width = max(len(r.figure) for r in rows)
-    header = f"{'measure':<{width}}  {'figure':<{fig_width}}  {'ok':<3}  goal"
-    print("\n" + header + "\n" + "-" * len(header))
-    for r in rows:
-        verdict = "-" if r.ok is None else "yes" if r.ok else "NO"
-        notes = f"   ({'; '.join(r.notes)})" if r.notes else ""
-        print(f"{r.measure:<{width}}  {r.figure:<{fig_width}}  {verdict:<3}  {r.goal}{notes}")
-    missed = [r for r in rows if r.ok is False]
-    print(f"\ngoals met: {len(rows) - len(missed)} of {len(rows)}")
-    return 1 if missed else 0
+    return report(rows)
 
 
 def _timed(measure: str, seconds: float, goal: float) -> Row:

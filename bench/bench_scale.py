@@ -457,6 +457,21 @@ def version_row(repeat: int) -> Row:
     return timed_row("zotsync --version", seconds, 0.15)
 
 
+def report(rows: list[Row]) -> int:
+    """The rows side by side, each figure beside its goal; 1 when a goal is missed."""
+    width = max(len(r.measure) for r in rows)
+    fig_width = max(len(r.figure) for r in rows)
+    header = f"{'measure':<{width}}  {'figure':<{fig_width}}  {'ok':<3}  goal"
+    print("\n" + header + "\n" + "-" * len(header))
+    for r in rows:
+        verdict = "-" if r.ok is None else "yes" if r.ok else "NO"
+        notes = f"   ({'; '.join(r.notes)})" if r.notes else ""
+        print(f"{r.measure:<{width}}  {r.figure:<{fig_width}}  {verdict:<3}  {r.goal}{notes}")
+    goals = [r for r in rows if r.ok is not None]
+    print(f"\ngoals met: {sum(r.ok is True for r in goals)} of {len(goals)}")
+    return 1 if any(r.ok is False for r in goals) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a fast try")
@@ -490,17 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
-    width = max(len(r.measure) for r in rows)
-    fig_width = max(len(r.figure) for r in rows)
-    header = f"{'measure':<{width}}  {'figure':<{fig_width}}  {'ok':<3}  goal"
-    print("\n" + header + "\n" + "-" * len(header))
-    for r in rows:
-        verdict = "-" if r.ok is None else "yes" if r.ok else "NO"
-        notes = f"   ({'; '.join(r.notes)})" if r.notes else ""
-        print(f"{r.measure:<{width}}  {r.figure:<{fig_width}}  {verdict:<3}  {r.goal}{notes}")
-    missed = [r for r in rows if r.ok is False]
-    print(f"\ngoals met: {len(rows) - len(missed)} of {len(rows)}")
-    return 1 if missed else 0
+    return report(rows)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from bench_scale import (  # noqa: E402
     compile_package,
     fmt_rss,
     in_child,
+    report,
     run_child,
     snapshot_setup,
     zotsync,
@@ -453,17 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
-    width = max(len(r.measure) for r in rows)
-    fig_width = max(len(r.figure) for r in rows)
-    header = f"{'measure':<{width}}  {'figure':<{fig_width}}  {'ok':<3}  goal"
-    print("\n" + header + "\n" + "-" * len(header))
-    for r in rows:
-        verdict = "-" if r.ok is None else "yes" if r.ok else "NO"
-        notes = f"   ({'; '.join(r.notes)})" if r.notes else ""
-        print(f"{r.measure:<{width}}  {r.figure:<{fig_width}}  {verdict:<3}  {r.goal}{notes}")
-    missed = [r for r in rows if r.ok is False]
-    print(f"\ngoals met: {sum(r.ok is True for r in rows)} of {sum(r.ok is not None for r in rows)}")
-    return 1 if missed else 0
+    return report(rows)
 
 
 if __name__ == "__main__":
