@@ -15,10 +15,12 @@ from ..digest import News
 from ..export import ExportInput, LinkPlan, Page, notes, page_text
 from ..export.base import Layout
 from ..export.markdown import category_files
+from ..export.record import ExportRecord, export_inputs
 from ..export.writer import write_exports
 from ..formats import Needs
 from ..gcpause import bulk_phase
 from ..model import ENRICHMENT, Catalogue, Library, Placement
+from ..outputs import FileRecord
 from ..reconcile import Options, Reconciliation, reconcile
 from ..reconcile.scope import PageScope, page_rows
 from ..reconcile.venue import load_venue_table
@@ -145,7 +147,12 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str, list[tuple[Path
     with open_store(config, readonly=True) as store, exclusive_lock(config.store):
         with bulk_phase():
             merged = merge_for(config, catalogue, store, [fmt])
-            made = list(exporter.render(export_input(merged, store, feed=feed_of(store))))
+            files = store.export_files()
+            kept: dict[str, str] = {}
+            if exporter.needs & Needs.NOTES:
+                last = ExportRecord.loads(store.sync_state.export_record)
+                kept = kept_note_pages(config, store, last, export_inputs(config, None), files)
+            made = list(exporter.render(export_input(merged, store, kept, feed_of(store))))
             others = made[1:]
             # The files of this format the record knows: those it makes now, and every note page when
             # it makes note pages (one it no longer makes goes); other formats' files stay as they are.
@@ -153,7 +160,7 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str, list[tuple[Path
             inside = notes.folder_prefix(folder) if exporter.needs & Needs.NOTES else None
             known = {
                 path: record
-                for path, record in store.export_files().items()
+                for path, record in files.items()
                 if path in ours or (inside is not None and path.startswith(inside))
             }
             result = write_exports(folder, [], others, known)
@@ -201,3 +208,28 @@ def plan(config: Config, rows: Sequence[Placement], store: Store | None = None) 
 
 def notes_on(config: Config) -> bool:
     return config.exports.notes and bool(formats.needs(config.exports.formats) & Needs.NOTES)
+
+
+def kept_note_pages(
+    config: Config,
+    store: Store,
+    last: ExportRecord | None,
+    inputs: dict[str, str],
+    files: dict[str, FileRecord],
+) -> dict[str, str]:
+    """The note pages an export need not make again, if their heads come out the same: those the last
+    sync made with the same code and config (the words of the page), whose notes no pull changed since,
+    and which are still as it left them (path relative to `exports.dir` → head)."""
+    same_words = last is not None and all(last.inputs.get(k) == inputs[k] for k in ("code", "config"))
+    if last is None or not same_words or not notes_on(config):
+        return {}
+    changed = store.papers_with_changed_notes(last.notes_generation)
+    if changed is None:
+        return {}
+    prefix = notes.folder_prefix(config.exports.dir)
+    kept = {}
+    for path, head in store.export_made_from().items():
+        key, record = notes.key_of(path, prefix), files.get(path)
+        if key is not None and key not in changed and record is not None and record.holds(path):
+            kept[notes.page_path(key)] = head
+    return kept

@@ -18,7 +18,7 @@ from ..outputs import FileRecord
 from ..sources import open_source
 from ..store import Store, exclusive_lock
 from .changes import page_changes, record_changes
-from .page import default_output, export_input, merge_for, notes_on, rows_under
+from .page import default_output, export_input, kept_note_pages, merge_for, notes_on, rows_under
 from .pull import PullReport, pull, valve
 from .search import index_catalogue
 from .stores import open_store
@@ -123,31 +123,6 @@ def run_sync(
         record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
         store.record_export(record.dumps(), result.records, result.made_from)
     return SyncResult(report, tuple(written), source.requests, processed)
-
-
-def kept_note_pages(
-    config: Config,
-    store: Store,
-    last: ExportRecord | None,
-    inputs: dict[str, str],
-    files: dict[str, FileRecord],
-) -> dict[str, str]:
-    """The note pages a rendering sync need not make again, if their heads come out the same: those the
-    last export made with the same code and config (the words of the page), whose notes no pull changed
-    since, and which are still as it left them (path relative to `exports.dir` → head)."""
-    same_words = last is not None and all(last.inputs.get(k) == inputs[k] for k in ("code", "config"))
-    if last is None or not same_words or not notes_on(config):
-        return {}
-    changed = store.papers_with_changed_notes(last.notes_generation)
-    if changed is None:
-        return {}
-    prefix = notes.folder_prefix(config.exports.dir)
-    kept = {}
-    for path, head in store.export_made_from().items():
-        key, record = notes.key_of(path, prefix), files.get(path)
-        if key is not None and key not in changed and record is not None and record.holds(path):
-            kept[notes.page_path(key)] = head
-    return kept
 
 
 def remake_note_pages(
