@@ -280,12 +280,12 @@ def snapshot_command(state: _State, output: str) -> None:
     _write_output(state, snapshot.render(state.config), output)
 
 
-def _write_output(state: _State, text: str, output: str | Path) -> None:
+def _write_output(state: _State, text: str | bytes, output: str | Path) -> None:
     """`--output`: `-` is stdout; else the file, replaced atomically and only when it changes."""
     from .outputs import write_atomically
 
-    if output == "-":
-        click.echo(text, nl=False)
+    if output == "-":  # as text: the console's encoding decides (Windows' is not always UTF-8)
+        click.echo(text.decode("utf-8") if isinstance(text, bytes) else text, nl=False)
         return
     path = Path(output)
     state.say_written(path, write_atomically(path, text))

@@ -47,14 +47,27 @@ class Needs(enum.Flag):
 
 @dataclass(frozen=True, slots=True)
 class Output:
-    """A file an exporter made: where it goes, relative to `exports.dir`, and its text."""
+    """A file an exporter made: where it goes, relative to `exports.dir`, and its text (or, for a large
+    page, the text already encoded as UTF-8: a str holding one emoji takes four bytes a character)."""
 
     path: PurePosixPath
-    text: str
+    text: str | bytes
     # What the file was made from, when the next sync may keep it without making it again (a note page:
     # its head); kept in the store's record of the file.
     made_from: str | None = None
     kept: bool = False  # True: the file as the last export left it (`text` is not given), not rewritten
+
+    @property
+    def data(self) -> bytes:
+        return utf8(self.text)
+
+    @property
+    def str_text(self) -> str:
+        return self.text.decode("utf-8") if isinstance(self.text, bytes) else self.text
+
+
+def utf8(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)

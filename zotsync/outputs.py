@@ -33,7 +33,7 @@ def read_version(path: Path, follow_links: bool = True) -> FileVersion:
         return FileVersion(stream.read(), info.st_dev, info.st_ino)
 
 
-def write_atomically(path: Path, text: str, *, edit_of: FileVersion | None = None) -> bool:
+def write_atomically(path: Path, text: str | bytes, *, edit_of: FileVersion | None = None) -> bool:
     """Replace `path` in one rename so a killed run never leaves half a file; skip identical content
     so an unchanged catalogue keeps its file (and its mtime) untouched. Returns whether it wrote. The
     new file keeps the old one's mode, and its owner and group where the OS lets this user give them.
@@ -53,7 +53,7 @@ def write_atomically(path: Path, text: str, *, edit_of: FileVersion | None = Non
     return staged.changes
 
 
-def write_together(files: Sequence[tuple[Path, str]]) -> list[tuple[Path, bool]]:
+def write_together(files: Sequence[tuple[Path, str | bytes]]) -> list[tuple[Path, bool]]:
     """Write several files so that they change together: every one is written to its temporary file
     first, and only when all of them are there are they renamed into place, one after the other. A
     failure before the renames (a full disk, a refused path) leaves every file as it was; what remains
@@ -86,10 +86,10 @@ class Staged:
         return self.temp is not None or self.stream
 
 
-def stage(path: Path, text: str, *, edit_of: FileVersion | None = None) -> Staged:
+def stage(path: Path, text: str | bytes, *, edit_of: FileVersion | None = None) -> Staged:
     """Everything of `write_atomically` but the rename: the new text in a temporary file beside `path`
     (written and flushed to disk), or nothing when `path` already holds it."""
-    data = text.encode("utf-8")
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     try:
         info = _lstat(path)
         if info is not None and not stat.S_ISREG(info.st_mode):

@@ -12,7 +12,7 @@ from .. import formats, processing
 from ..catalogue import load_catalogue
 from ..config import Config
 from ..digest import News
-from ..export import ExportInput, LinkPlan, Page, notes, page_text
+from ..export import ExportInput, LinkPlan, Page, notes
 from ..export.base import Layout
 from ..export.markdown import category_files
 from ..export.record import ExportRecord, export_inputs
@@ -124,16 +124,16 @@ def default_output(config: Config, fmt: str) -> Path:
     return config.exports.dir / formats.get(fmt).page
 
 
-def render(config: Config, fmt: str) -> str:
-    """The page of the format `fmt` alone (what `export --output` writes)."""
+def render(config: Config, fmt: str) -> str | bytes:
+    """The page of the format `fmt` alone (what `export --output` writes; a large page as UTF-8)."""
     catalogue = load_catalogue(config.catalog, config.path)
     with open_store(config, readonly=True) as store, bulk_phase():
         merged = merge_for(config, catalogue, store, [fmt])
         given = ExportInput(merged.page, merged.library, merged.plan, feed_of(store))
-        return page_text(formats.get(fmt), given)
+        return next(iter(formats.get(fmt).render(given))).text
 
 
-def export(config: Config, fmt: str, output: Path) -> tuple[str, list[tuple[Path, bool]]]:
+def export(config: Config, fmt: str, output: Path) -> tuple[str | bytes, list[tuple[Path, bool]]]:
     """`export --format fmt` into the file `output`: the page's text and, when the page goes into
     `exports.dir`, where its links to them resolve, the format's other files (note pages, category
     pages, the tags page, the sortable-tables script) — written, and recorded in the store as a sync

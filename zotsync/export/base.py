@@ -109,4 +109,4 @@ def link_labels(links: Sequence[Link], labels: Labels) -> list[tuple[str, Link]]
 def page_text(exporter: Exporter, given: ExportInput) -> str:
     """The exporter's page alone (what `export --output` writes): its first output's text."""
     first: Output = next(iter(exporter.render(given)))
-    return first.text
+    return first.str_text

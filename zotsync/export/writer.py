@@ -42,7 +42,7 @@ def write_exports(
     """Write `pages` together and `others` one by one into `folder`; `known`: the record of what zotsync
     wrote before (absolute path → record)."""
     result = WriteResult()
-    page_files = [(folder / output.path, output.text) for output in pages]
+    page_files = [(folder / output.path, output.data) for output in pages]
     for path, changed in write_together(page_files):
         result.written.append((path, changed))
         _remember(result, path, dict(page_files)[path])
@@ -53,13 +53,14 @@ def write_exports(
         if output.kept and str(path) in known:  # as the last export left it (its exporter checked)
             result.records[str(path)] = known[str(path)]
             continue
-        if str(path) not in known and not _absent_or_holding(path, output.text):
+        data = output.data
+        if str(path) not in known and not _absent_or_holding(path, data):
             log.warning("%s was not written by zotsync: left as it is", path)
             result.made_from.pop(str(path), None)
             continue
-        if write_atomically(path, output.text):  # only a file that changed is named (there may be many)
+        if write_atomically(path, data):  # only a file that changed is named (there may be many)
             result.written.append((path, True))
-        _remember(result, path, output.text)
+        _remember(result, path, data)
     for name, record in known.items():
         path = Path(name)
         if name in result.records or not path.is_relative_to(folder):
@@ -72,15 +73,15 @@ def write_exports(
     return result
 
 
-def _remember(result: WriteResult, path: Path, text: str) -> None:
-    record = FileRecord.of(path, text.encode("utf-8"))
+def _remember(result: WriteResult, path: Path, data: bytes) -> None:
+    record = FileRecord.of(path, data)
     if record is not None:  # a device or FIFO keeps nothing to compare
         result.records[str(path)] = record
 
 
-def _absent_or_holding(path: Path, text: str) -> bool:
+def _absent_or_holding(path: Path, data: bytes) -> bool:
     try:
         held = read_regular(path)
     except ExportError:
         return False  # a link, a folder, …: not ours to replace
-    return held is None or held == text.encode("utf-8")
+    return held is None or held == data
