@@ -417,6 +417,57 @@ def test_a_group_librarys_annotations_open_in_the_groups_library(tmp_path: Path,
     assert "[Zotero](zotero://select/groups/777/items/PAPERAAA)" in page
 
 
+def test_a_key_that_may_not_read_notes_is_said_once_and_the_pull_goes_on(
+    tmp_path: Path, run, zotero_api
+) -> None:
+    from factories import ZOTERO_API_KEY
+
+    server = zotero_api(FakeLibrary.from_snapshot(one_paper(), library_id="4242"))
+    server.keys_without_notes.add(ZOTERO_API_KEY)
+    (tmp_path / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
+    config = write_config(
+        tmp_path,
+        f"source: {{type: web, library_type: user, library_id: '4242', api_key: {ZOTERO_API_KEY}, "
+        f"base_url: '{server.url}'}}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        "exports: {dir: out, language: en}\n",
+    )
+    asked = lambda: [r for r in server.requests if r.path == "/keys/current"]  # noqa: E731
+
+    said = sync(run, config)
+    assert said.count("the API key may not read notes") == 1, said
+    assert "https://www.zotero.org/settings/keys" in said and len(asked()) == 1
+    page = (tmp_path / "out" / "notes" / "PAPERAAA.md").read_text(encoding="utf-8")
+    assert "> highlighted words" in page and "Why tiles" not in page  # the annotation came; the note not
+
+    server.reset()  # an incremental pull asks nothing more and says nothing more
+    again = sync(run, config)
+    assert "may not read notes" not in again and asked() == [] and len(server.requests) == 1
+
+    server.keys_without_notes.clear()  # the key now reads notes: a full read brings them, no question
+    server.reset()
+    result = run("--config", str(config), "pull", "--full")
+    assert result.code == 0 and "may not read notes" not in result.err and asked() == []
+    sync(run, config)
+    assert "Why tiles" in (tmp_path / "out" / "notes" / "PAPERAAA.md").read_text(encoding="utf-8")
+
+
+def test_a_library_without_notes_asks_the_keys_permissions_once_and_says_nothing(
+    tmp_path: Path, run, zotero_api
+) -> None:
+    from factories import ZOTERO_API_KEY
+
+    server = zotero_api(FakeLibrary.from_snapshot(one_paper()[:1], library_id="4242"))
+    (tmp_path / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
+    config = write_config(
+        tmp_path,
+        f"source: {{type: web, library_type: user, library_id: '4242', api_key: {ZOTERO_API_KEY}, "
+        f"base_url: '{server.url}'}}\ncatalog: catalog.yaml\nstore: store.sqlite\n",
+    )
+    said = sync(run, config)
+    assert "may not read notes" not in said
+    assert [r.path for r in server.requests].count("/keys/current") == 1
+
+
 def test_a_pull_that_changes_only_a_note_moves_the_notes_generation_alone(tmp_path: Path, run) -> None:
     config = make_project(tmp_path, library_objects())
     assert run("-q", "--config", str(config), "pull").code == 0

@@ -442,6 +442,9 @@ class ZoteroServer(Served):
     ) -> None:
         self.libraries = {lib.prefix: lib for lib in libraries}
         self.keys = {k: (None if v is None else set(v)) for k, v in (keys or {}).items()}
+        # Keys without notes access: the API leaves notes out of their listings, and /keys/current
+        # names no "notes" among what they may do.
+        self.keys_without_notes: set[str] = set()
         self.requests: list[Recorded] = []
         self.faults: deque[Fault | None] = deque()
         self.total_results = True  # False: behave like a mirror that omits Total-Results
@@ -659,7 +662,8 @@ def _route(server: ZoteroServer, path: str, params: dict[str, str], headers: dic
     if not (library.public or allowed is None or library.prefix in allowed):
         raise _HTTPError(403)
     with library.lock:
-        return _library_route(server, library, parts[2:], params, headers, path)
+        notes = key not in server.keys_without_notes
+        return _library_route(server, library, parts[2:], params, headers, path, notes=notes)
 
 
 def _local_route(server: ZoteroServer, path: str, params: dict[str, str], headers: dict[str, str]) -> _Answer:
@@ -687,7 +691,9 @@ def _key_info(server: ZoteroServer, key: str | None) -> _Answer:
     groups = [p for p in server.libraries if p.startswith("groups/") and (allowed is None or p in allowed)]
     access: dict[str, Any] = {}
     if users:
-        access["user"] = {"library": True, "files": True, "notes": True, "write": False}
+        access["user"] = {"library": True, "files": True}
+        if key not in server.keys_without_notes:
+            access["user"]["notes"] = True
     if groups:
         access["groups"] = {p.split("/")[1]: {"library": True, "write": False} for p in groups}
     user_id = int(users[0].split("/")[1]) if users else 0
@@ -702,6 +708,8 @@ def _library_route(
     params: dict[str, str],
     headers: dict[str, str],
     path: str,
+    *,
+    notes: bool = True,
 ) -> _Answer:
     version_headers = {"Last-Modified-Version": str(library.version)}
     since_header = next((v for k, v in headers.items() if k.lower() == "if-modified-since-version"), None)
@@ -732,9 +740,10 @@ def _library_route(
             server,
             path,
             library,
-            lambda: _select_items(library, scope, params, since),
+            lambda: _select_items(library, scope, params, since, notes),
             params,
             "dateModified",
+            notes,
         )
     if rest[0] == "collections":
         if single:
@@ -793,9 +802,11 @@ def _filter_keys(objects: list[dict[str, Any]], keys: str | None) -> list[dict[s
 
 
 def _select_items(
-    library: FakeLibrary, scope: str, params: dict[str, str], since: int | None
+    library: FakeLibrary, scope: str, params: dict[str, str], since: int | None, notes: bool = True
 ) -> list[dict[str, Any]]:
     objects = list(library.items.values())
+    if not notes:
+        objects = [o for o in objects if o["data"].get("itemType") != "note"]
     if scope == "top":
         objects = [o for o in objects if not o["data"].get("parentItem")]
     if scope == "trash":
@@ -823,6 +834,7 @@ def _listing(
     select: Callable[[], list[dict[str, Any]]],
     params: dict[str, str],
     default_sort: str,
+    notes: bool = True,
 ) -> _Answer:
     headers = {"Last-Modified-Version": str(library.version)}
     fmt = params.get("format", "json")
@@ -835,7 +847,7 @@ def _listing(
     # Every page of one query shares its sorted listing, as an index would: without this a full read
     # costs O(N) per page, O(N²) in all, and the benchmark would measure the fake server.
     query = tuple(sorted((k, v) for k, v in params.items() if k not in ("start", "limit", "format", "key")))
-    cache_key = (path, library.version, query)
+    cache_key = (path, library.version, query, notes)
     objects = library.listings.get(cache_key)
     if objects is None:
         objects = select()

@@ -251,6 +251,11 @@ class WebSource:
         collections = _objects(collection_replies, version, count=first_collections.total, local=self.local)
         if self.local and first_items.version is None:
             version = max(items.newest, *(c.version for c in collections), 0)
+        if not items.notes and self._notes_hidden():
+            log.warning(
+                "the API key may not read notes, so the pull leaves this library's notes out and papers get "
+                "no note pages from them: allow notes access for the key at https://www.zotero.org/settings/keys"
+            )
         log.debug(
             "full read: %d items, %d collections at version %d",
             len(items.keys),
@@ -259,6 +264,22 @@ class WebSource:
         )
         example = first_items.objects[0] if first_items.objects else None
         return self._changes(version, (), collections, complete=True, example=example)
+
+    def _notes_hidden(self) -> bool:
+        """Whether the API key may not read the user library's notes: the API then leaves them out of
+        every listing without a word. Asked (GET /keys/current, one request) only after a full read
+        that brought no note; a library with notes needs no question. A failure means "not known"."""
+        if self.local or not self.config.api_key or self.config.library_type != "user":
+            return False  # a group's notes come with its library; no key, no question
+        try:
+            reply = self._get("/keys/current", {})
+        except (SourceError, RequestFailed) as failure:
+            log.debug("the API key's permissions are not known: %s", failure)
+            return False
+        access = reply.body.get("access") if isinstance(reply.body, dict) else None
+        user = access.get("user") if isinstance(access, dict) else None
+        # The API names only what a key may do: a key without notes access has no "notes" at all.
+        return isinstance(user, dict) and user.get("library") is True and user.get("notes") is not True
 
     def _version_of(self, reply: _Reply) -> int:
         if reply.version is None:
@@ -622,6 +643,7 @@ class _Arrivals:
         self.local = local  # the local API's version header, if any, is only informative
         self.keys: set[str] = set()
         self.newest = 0
+        self.notes = 0  # child and standalone notes among the items
 
     def take(self, reply: _Reply) -> tuple[Any, ...]:
         _check(self.version, reply)
@@ -640,6 +662,7 @@ class _Arrivals:
             raise _LibraryMoved(f"an object at version {newest} arrived in a pull of version {self.version}")
         self.newest = max(self.newest, newest)
         self.keys.update(o.key for o in reply.objects)
+        self.notes += sum(getattr(o, "item_type", None) == "note" for o in reply.objects)
         return reply.objects
 
     def close(self, keys: Mapping[str, int] | None = None, count: int | None = None) -> None:
