@@ -19,7 +19,7 @@ from metadata_server import Fault, MetadataServer, Paper
 from zotsync import processing
 from zotsync.app.sync import run_sync
 from zotsync.config import load_config
-from zotsync.processing import enrich as enrich_module
+from zotsync.processing.enrich import run as enrich_module
 from zotsync.processing.enrich import services as enrich_services
 from zotsync.store import Store
 

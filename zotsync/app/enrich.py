@@ -12,7 +12,8 @@ from ..config import Config
 from ..gcpause import bulk_phase
 from ..model import Enrichment
 from ..processing import Job, Report
-from ..processing.enrich import NAME, Found, enrich, enrichment
+from ..processing.enrich import NAME, enrichment
+from ..processing.enrich.run import Found, enrich
 from ..reconcile.venue import enriched_venue, load_venue_table
 from ..store import exclusive_lock
 from .stores import open_store

@@ -7,21 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from .. import digest, formats, processing
-from ..catalogue import CatalogueFile
+from ..catalogue import Catalogue, CatalogueFile
 from ..config import Config
-from ..export import notes
 from ..export.record import ExportRecord, export_inputs
-from ..export.writer import write_exports
 from ..gcpause import bulk_phase
 from ..model import Placement
 from ..outputs import FileRecord
 from ..sources import open_source
 from ..store import Store, exclusive_lock
-from .changes import page_changes, record_changes
-from .page import default_output, export_input, kept_note_pages, merge_for, notes_on, rows_under
 from .pull import PullReport, pull, valve
-from .search import index_catalogue
 from .stores import open_store
+
+# A sync that finds nothing changed renders nothing: the modules that render (reconcile, the exporters,
+# the digest of changes, the search index's catalogue side) are imported by the functions that need them,
+# so that the cron run that ends at its one 304 does not load them.
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +72,7 @@ def run_sync(
     catalogue_file = CatalogueFile.read(config.catalog, config.path)  # read once: digest and page agree
     inputs = export_inputs(config, catalogue_file.digest)
     names = config.exports.formats
-    pages = [default_output(config, name) for name in names]
+    pages = [config.exports.dir / formats.get(name).page for name in names]
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
         exclusive_lock(config.store),
@@ -99,30 +98,51 @@ def run_sync(
             remade = remake_note_pages(config, store, last, files)
             if remade is not None:
                 return SyncResult(report, unchanged_pages + remade, source.requests, processed)
-        store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
-        with bulk_phase():
-            catalogue = catalogue or catalogue_file.load()
-            merged = merge_for(config, catalogue, store, names)
-            shown = catalogue  # for the digest: this sync's page under the settings of the last one
-
-            def under(other: Config) -> tuple[Placement, ...]:
-                return rows_under(other, shown, merged.library)
-
-            changes = page_changes(config, store, merged.page, clock, under)
-            kept = kept_note_pages(config, store, last, inputs, files)
-            given = export_input(merged, store, kept, changes.feed)
-            made = [list(formats.get(name).render(given)) for name in names]
-            result = write_exports(
-                config.exports.dir,
-                [outputs[0] for outputs in made],
-                [output for outputs in made for output in outputs[1:]],
-                files,
-            )
-            written = result.written + record_changes(config, store, changes)
-            index_catalogue(store, catalogue, merged.reconciliation.matches, catalogue_file.digest)
-        record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
-        store.record_export(record.dumps(), result.records, result.made_from)
+        catalogue = catalogue or catalogue_file.load()
+        written = _export_all(config, store, catalogue, catalogue_file.digest, inputs, files, last, clock)
     return SyncResult(report, tuple(written), source.requests, processed)
+
+
+def _export_all(
+    config: Config,
+    store: Store,
+    catalogue: Catalogue,
+    catalogue_digest: str | None,
+    inputs: dict[str, str],
+    files: dict[str, FileRecord],
+    last: ExportRecord | None,
+    clock: digest.Clock,
+) -> list[tuple[Path, bool]]:
+    """Every configured format rendered and written, CHANGES.md, the search index's catalogue side, and
+    the export record, last."""
+    from ..export.writer import write_exports
+    from .changes import page_changes, record_changes
+    from .page import export_input, kept_note_pages, merge_for, rows_under
+    from .search import index_catalogue
+
+    names = config.exports.formats
+    store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
+    with bulk_phase():
+        merged = merge_for(config, catalogue, store, names)
+
+        def under(other: Config) -> tuple[Placement, ...]:  # this sync's page under another config
+            return rows_under(other, catalogue, merged.library)
+
+        changes = page_changes(config, store, merged.page, clock, under)
+        kept = kept_note_pages(config, store, last, inputs, files)
+        given = export_input(merged, store, kept, changes.feed)
+        made = [list(formats.get(name).render(given)) for name in names]
+        result = write_exports(
+            config.exports.dir,
+            [outputs[0] for outputs in made],
+            [output for outputs in made for output in outputs[1:]],
+            files,
+        )
+        written = result.written + record_changes(config, store, changes)
+        index_catalogue(store, catalogue, merged.reconciliation.matches, catalogue_digest)
+    record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
+    store.record_export(record.dumps(), result.records, result.made_from)
+    return written
 
 
 def remake_note_pages(
@@ -132,6 +152,10 @@ def remake_note_pages(
     note page and still has notes gets its page made again from the head the last export recorded, and
     nothing else is read or rendered. None when that cannot be: a paper gained its first note or lost
     its last (its row's 📝 and Note link change), or the record has no head for its page."""
+    from ..export import notes
+    from ..export.writer import write_exports
+    from .page import notes_on
+
     changed = store.papers_with_changed_notes(last.notes_generation)
     if changed is None or not notes_on(config):
         return None
