@@ -17,7 +17,7 @@ from conftest import SEEDS
 from factories import config_of
 
 from zotsync.app import page as app
-from zotsync.app import sync as sync_module
+from zotsync.app import changes as changes_module
 from zotsync.export import record
 from zotsync.sources.snapshot import SnapshotSource
 from zotsync.store import Store
@@ -208,7 +208,7 @@ def test_a_sync_killed_after_writing_the_exports_renders_again(project, run, ren
     def killed(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sync_module, "record_changes", killed)
+    monkeypatch.setattr(changes_module, "record_changes", killed)
     assert run("--config", config_of(project), "sync").code == 130
     monkeypatch.undo()
     store_path = project / ".zotsync" / "zotsync.sqlite"
