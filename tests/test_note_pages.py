@@ -16,6 +16,7 @@ from conftest import ROOT, write_config
 from factories import api_child, api_item, api_pdf, config_of, write_json
 from markdown_it import MarkdownIt
 from zotero_server import FakeLibrary
+from zotero_sqlite import GROUP_ID, GROUP_LIBRARY, ZoteroDB
 from zotero_sqlite import build as build_zotero_db
 
 import zotsync.app.page
@@ -415,6 +416,45 @@ def test_a_group_librarys_annotations_open_in_the_groups_library(tmp_path: Path,
     page = (tmp_path / "out" / "notes" / "PAPERAAA.md").read_text(encoding="utf-8")
     assert "🟡 p. 1 [Image](zotero://open-pdf/groups/777/items/PDFAAAAA?page=5&annotation=ANNQIMGE)" in page
     assert "[Zotero](zotero://select/groups/777/items/PAPERAAA)" in page
+
+
+def test_a_group_librarys_note_page_is_the_same_from_the_web_and_from_zotero_sqlite(
+    tmp_path: Path, run, zotero_api
+) -> None:
+    objects = one_paper()
+    for obj in objects:
+        obj["library"] = {"type": "group", "id": GROUP_ID, "name": "A group", "links": {}}
+    server = zotero_api(FakeLibrary.from_snapshot(objects, library_type="group", library_id=str(GROUP_ID)))
+    database = tmp_path / "zotero" / "zotero.sqlite"
+    database.parent.mkdir()
+    zotero_db = ZoteroDB(database)
+    zotero_db.add([api_item("USERPAPR", "A paper of the user library")])  # not the group's: no page
+    zotero_db.add(objects[:3], library=GROUP_LIBRARY)
+    zotero_db.add_annotation("ANNQAAAA", "PDFAAAAA", "highlighted words", library=GROUP_LIBRARY)
+    from factories import ZOTERO_API_KEY
+
+    sources = {
+        "web": f"{{type: web, library_type: group, library_id: '{GROUP_ID}', api_key: {ZOTERO_API_KEY}, "
+        f"base_url: '{server.url}'}}",
+        "zotero.sqlite": f"{{type: local, path: '{database}', library_type: group, "
+        f"library_id: '{GROUP_ID}'}}",
+    }
+    pages = {}
+    for name, source in sources.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
+        config = write_config(
+            folder,
+            f"source: {source}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+            "exports: {dir: out, language: en}\n",
+        )
+        sync(run, config)
+        pages[name] = (folder / "out" / "notes" / "PAPERAAA.md").read_text(encoding="utf-8")
+        assert sorted(p.name for p in (folder / "out" / "notes").iterdir()) == ["PAPERAAA.md"]
+    assert "> highlighted words" in pages["web"] and "### Why tiles" in pages["web"]
+    assert f"zotero://select/groups/{GROUP_ID}/items/PAPERAAA" in pages["web"]
+    assert pages["zotero.sqlite"] == pages["web"]
 
 
 def test_a_key_that_may_not_read_notes_is_said_once_and_the_pull_goes_on(

@@ -16,8 +16,8 @@ import pytest
 from conftest import SEEDS
 from factories import config_of
 
-from zotsync.app import page as app
 from zotsync.app import changes as changes_module
+from zotsync.app import page as app
 from zotsync.export import record
 from zotsync.sources.snapshot import SnapshotSource
 from zotsync.store import Store

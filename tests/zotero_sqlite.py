@@ -623,10 +623,17 @@ class ZoteroDB:
             self._touch_collection(db, collection_id, at)
 
     def add_annotation(
-        self, key: str, parent_key: str, text: str, *, conn: sqlite3.Connection | None = None
+        self,
+        key: str,
+        parent_key: str,
+        text: str,
+        *,
+        conn: sqlite3.Connection | None = None,
+        library: int = USER_LIBRARY,
     ) -> None:
         with self.connect(conn) as db:
-            item_id = self._insert_item(db, {"key": key, "itemType": "annotation", "version": 0}, False)
+            annotation = {"key": key, "itemType": "annotation", "version": 0}
+            item_id = self._insert_item(db, annotation, False, library)
             db.execute(
                 "INSERT INTO itemAnnotations"
                 " VALUES (?, ?, 1, NULL, ?, '', '#ffd400', '1', '00000|000001|00000', '{}', 0)",
