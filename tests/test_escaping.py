@@ -178,7 +178,7 @@ def test_any_text_anywhere_keeps_one_row_per_placement_and_five_cells(
         placement(title=title, venue=venue, why=why, tags=(label,), links=(Link(label, url), Link("P", url)))
         for title, venue, why, label, url in rows
     ]
-    page = render_markdown("title", "", placements, labels_for("en"))
+    page = render_markdown("title", "", placements, labels_for("en")).decode()
     body = [row for table in tables(page) for row in table]
     assert len(body) == len(placements)
     assert all(len(row) == 5 for row in body)
@@ -189,7 +189,7 @@ def test_any_text_anywhere_keeps_one_row_per_placement_and_five_cells(
 @given(ANY_TEXT)
 @settings(max_examples=300)
 def test_any_text_is_one_cell(text: str) -> None:
-    page = render_markdown("t", "", [placement(title=text)], labels_for("en"))
+    page = render_markdown("t", "", [placement(title=text)], labels_for("en")).decode()
     (table,) = tables(page)
     assert len(table) == 1 and len(table[0]) == 5
     escaped = cell(text)

@@ -90,7 +90,7 @@ def test_markdown_shape_counts_and_fallbacks() -> None:
         placement(title="Two", year="2023", tags=("GPU", "IR")),
         placement(category="Other", title="Three"),
     ]
-    assert render_markdown("My list", "About it.", rows, labels_for("zh")) == (
+    assert render_markdown("My list", "About it.", rows, labels_for("zh")).decode() == (
         "# My list\n\nAbout it.\n\n共 3 个清单条目；已读 1，待读 2。\n\n"
         "## Cat\n\n| Status | Paper | Venue | Why It Matters | Links |\n| --- | --- | --- | --- | --- |\n"
         "| ✅ 📝 | One | OSDI'20 | Because. | [Paper](https://a) / [Note](notes/one.md) |\n"
@@ -102,7 +102,7 @@ def test_markdown_shape_counts_and_fallbacks() -> None:
 
 def test_markdown_cells_cannot_break_the_table() -> None:
     row = placement(title="a | b\nc <script>x</script>", links=(Link("Paper", "https://x/a b)|c"),))
-    line = render_markdown("t", "", [row], labels_for("zh")).splitlines()[-1]
+    line = render_markdown("t", "", [row], labels_for("zh")).decode().splitlines()[-1]
     assert line == (
         "| ⬜ | a \\| b c &lt;script&gt;x&lt;/script&gt; | 来源待补全 |  | [Paper](https://x/a%20b%29%7Cc) |"
     )

@@ -85,11 +85,18 @@ categories:
 
 
 def make_project(folder: Path, objects: list[dict], exports: str = "") -> Path:
+    """A project reading `objects` from a snapshot; `exports`: more keys of `exports:`, each after a comma."""
     write_json(folder / "library.json", objects)
+    return source_project(folder, "{type: snapshot, path: library.json}", exports)
+
+
+def source_project(folder: Path, source: str, exports: str = "") -> Path:
+    """A project in `folder` that reads `source` (a `source:` mapping as YAML) and exports into out/."""
+    folder.mkdir(exist_ok=True)
     (folder / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
     return write_config(
         folder,
-        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        f"source: {source}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
         f"exports: {{dir: out, language: en{exports}}}\n",
     )
 
@@ -375,14 +382,7 @@ def test_every_source_writes_the_same_note_page(tmp_path: Path, run, zotero_api)
     }
     for name, source in sources.items():
         folder = tmp_path / name.replace(" ", "-")
-        folder.mkdir()
-        (folder / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
-        config = write_config(
-            folder,
-            f"source: {source}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-            "exports: {dir: out, language: en}\n",
-        )
-        sync(run, config)
+        sync(run, source_project(folder, source))
         pages[name] = (folder / "out" / "notes" / "PAPERAAA.md").read_bytes()
     assert b"> highlighted words" in pages["snapshot"] and b"### Why tiles" in pages["snapshot"]
     assert all(page == pages["snapshot"] for page in pages.values()), {k: v[-200:] for k, v in pages.items()}
@@ -405,12 +405,10 @@ def test_a_group_librarys_annotations_open_in_the_groups_library(tmp_path: Path,
     server = zotero_api(FakeLibrary.from_snapshot(objects, library_type="group", library_id="777"))
     from factories import ZOTERO_API_KEY
 
-    (tmp_path / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
-    config = write_config(
+    config = source_project(
         tmp_path,
-        f"source: {{type: web, library_type: group, library_id: '777', api_key: {ZOTERO_API_KEY}, "
-        f"base_url: '{server.url}'}}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        "exports: {dir: out, language: en}\n",
+        f"{{type: web, library_type: group, library_id: '777', api_key: {ZOTERO_API_KEY}, "
+        f"base_url: '{server.url}'}}",
     )
     sync(run, config)
     page = (tmp_path / "out" / "notes" / "PAPERAAA.md").read_text(encoding="utf-8")
@@ -442,14 +440,7 @@ def test_a_group_librarys_note_page_is_the_same_from_the_web_and_from_zotero_sql
     pages = {}
     for name, source in sources.items():
         folder = tmp_path / name
-        folder.mkdir()
-        (folder / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
-        config = write_config(
-            folder,
-            f"source: {source}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-            "exports: {dir: out, language: en}\n",
-        )
-        sync(run, config)
+        sync(run, source_project(folder, source))
         pages[name] = (folder / "out" / "notes" / "PAPERAAA.md").read_text(encoding="utf-8")
         assert sorted(p.name for p in (folder / "out" / "notes").iterdir()) == ["PAPERAAA.md"]
     assert "> highlighted words" in pages["web"] and "### Why tiles" in pages["web"]
@@ -464,12 +455,10 @@ def test_a_key_that_may_not_read_notes_is_said_once_and_the_pull_goes_on(
 
     server = zotero_api(FakeLibrary.from_snapshot(one_paper(), library_id="4242"))
     server.keys_without_notes.add(ZOTERO_API_KEY)
-    (tmp_path / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
-    config = write_config(
+    config = source_project(
         tmp_path,
-        f"source: {{type: web, library_type: user, library_id: '4242', api_key: {ZOTERO_API_KEY}, "
-        f"base_url: '{server.url}'}}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        "exports: {dir: out, language: en}\n",
+        f"{{type: web, library_type: user, library_id: '4242', api_key: {ZOTERO_API_KEY}, "
+        f"base_url: '{server.url}'}}",
     )
     asked = lambda: [r for r in server.requests if r.path == "/keys/current"]  # noqa: E731
 
@@ -497,11 +486,10 @@ def test_a_library_without_notes_asks_the_keys_permissions_once_and_says_nothing
     from factories import ZOTERO_API_KEY
 
     server = zotero_api(FakeLibrary.from_snapshot(one_paper()[:1], library_id="4242"))
-    (tmp_path / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
-    config = write_config(
+    config = source_project(
         tmp_path,
-        f"source: {{type: web, library_type: user, library_id: '4242', api_key: {ZOTERO_API_KEY}, "
-        f"base_url: '{server.url}'}}\ncatalog: catalog.yaml\nstore: store.sqlite\n",
+        f"{{type: web, library_type: user, library_id: '4242', api_key: {ZOTERO_API_KEY}, "
+        f"base_url: '{server.url}'}}",
     )
     said = sync(run, config)
     assert "may not read notes" not in said

@@ -202,7 +202,9 @@ def test_the_why_fallback_of_a_paper_with_17_tags_names_three_and_the_count() ->
     from zotsync.export.markdown import render_markdown
 
     tags = tuple(f"tag{n}" for n in range(17))
-    page = render_markdown("t", "", [placement(tags=tags, curated_title="")], labels.labels_for("en"))
+    page = render_markdown(
+        "t", "", [placement(tags=tags, curated_title="")], labels.labels_for("en")
+    ).decode()
     assert "| Tags: tag0 / tag1 / tag2 / +14 |" in page
 
 

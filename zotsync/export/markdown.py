@@ -44,23 +44,12 @@ def render_markdown(
     labels: Labels | None = None,
     layout: Layout | None = None,
     here: str = PAGE,
-) -> str:
-    """The whole page: title, description, summary, a table per category. `here`: the file it is
-    written to, relative to `exports.dir` (the links a row holds are relative to the top of it)."""
-    return markdown_page(title, description, rows, labels, layout, here).decode("utf-8")
-
-
-def markdown_page(
-    title: str,
-    description: str,
-    rows: Sequence[Placement],
-    labels: Labels | None = None,
-    layout: Layout | None = None,
-    here: str = PAGE,
 ) -> bytes:
-    """`render_markdown` as UTF-8, made a category at a time: a str holding one character past U+FFFF
-    (the noted mark 📝) takes four bytes a character, and the page as one str took the memory of four
-    pages, twice while it was joined (200 MB at 100k items)."""
+    """The whole page, as the UTF-8 it is written in: title, description, summary, a table per category.
+    `here`: the file it is written to, relative to `exports.dir` (the links a row holds are relative to
+    the top of it). Made a category at a time: a str holding one character past U+FFFF (the noted mark
+    📝) takes four bytes a character, and the page as one str took the memory of four pages, twice while
+    it was joined (200 MB at 100k items)."""
     labels = labels or labels_for()
     layout = layout or Layout()
     parts = [f"# {inline(title) or inline(labels.title)}"]
@@ -369,7 +358,7 @@ def _outputs(given: ExportInput) -> Iterator[Output]:
     if plan.category_pages:
         yield from render_split(page.title, page.description, page.rows, page.labels, page.layout, plan)
     else:
-        text = markdown_page(page.title, page.description, page.rows, page.labels, page.layout)
+        text = render_markdown(page.title, page.description, page.rows, page.labels, page.layout)
         yield Output(PurePosixPath(EXPORTER.page), text)
     if plan.tags_page:
         yield Output(
