@@ -59,15 +59,11 @@ class Output:
 
     @property
     def data(self) -> bytes:
-        return utf8(self.text)
+        return self.text if isinstance(self.text, bytes) else self.text.encode("utf-8")
 
     @property
     def str_text(self) -> str:
         return self.text.decode("utf-8") if isinstance(self.text, bytes) else self.text
-
-
-def utf8(text: str | bytes) -> bytes:
-    return text if isinstance(text, bytes) else text.encode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
