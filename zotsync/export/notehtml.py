@@ -11,9 +11,9 @@ escaped as `mdtext.fragment`, so no raw HTML, entity, attribute list, include or
 note's words; a link's target must be a safe one (`mdtext.safe_target`) or it is written as text; an
 image is never embedded: an image of the note (`data-attachment-key`, a file Zotero keeps) becomes a
 link to its Zotero item, any other a link to a web address or a placeholder. Code keeps its form where
-no renderer reads anything in it (no `--8<--` include, CriticMarkup or highlighting shebang), and is
-written as text otherwise. Spans (Zotero's highlights, citations and colours) are unwrapped first, so
-that text split across them is escaped as one.
+no renderer reads anything in it (no `--8<--` include, CriticMarkup or highlighting shebang; a code
+block at the left margin, not in a list or a quote), and is written as text otherwise. Spans (Zotero's
+highlights, citations and colours) are unwrapped first, so that text split across them is escaped as one.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ from .mdtext import fragment, link_target, safe_target
 _READ_IN_CODE = re.compile(r"-+8<-+|\{(?:\+\+|--|~~|==|>>)")
 _SHEBANG = re.compile(r"\s*(?:#!|:::)")
 _BACKTICKS = re.compile(r"`+")
+# Where a code block's fence would be indented or prefixed (`- `, `> `): python-markdown's fenced_code reads
+# fences at the left margin only, and reads what one elsewhere holds as Markdown and HTML (a `<script>` in
+# the code of a list item became an element).
+_NESTING = frozenset({"li", "blockquote", "dd", "dt"})
 _BLANK_LINES = re.compile(r"\n{3,}")
 
 # Text of these never reaches the page (markdownify drops script and style itself).
@@ -93,7 +97,7 @@ class _NoteConverter(MarkdownConverter):
         code = strip_controls(text).strip("\n")
         if not code.strip():
             return ""
-        if "_inline" in parent_tags or _READ_IN_CODE.search(code):
+        if "_inline" in parent_tags or _NESTING & parent_tags or _READ_IN_CODE.search(code):
             lines = [fragment(line).strip() for line in code.splitlines()]
             return "\n\n" + "  \n".join(line for line in lines if line) + "\n\n"
         fence = "`" * max(3, 1 + max(map(len, _BACKTICKS.findall(code)), default=0))
