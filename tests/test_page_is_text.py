@@ -803,6 +803,12 @@ def note_page_violations(markdown: str, folder: Path) -> list[str]:
 @given(HOSTILE_HTML, HOSTILE_TEXT, HOSTILE_TEXT)
 @example("<pre>" + "\n".join(CONSTRUCTS) + "</pre><p><code>" + " ".join(CONSTRUCTS) + "</code></p>", "", "")
 @example("".join(HTML_FRAGMENTS) + " ".join(CONSTRUCTS), " ".join(CONSTRUCTS), "\n".join(CONSTRUCTS))
+# A text's last `!` before a link the converter writes would make it an image.
+@example(
+    '!!!<img data-attachment-key="ABCD2345" src="data:image/png;base64,AAAA"><p>go!<a href="https://a.example">x</a>',
+    "",
+    "",
+)
 # Code in a list item or a quote: python-markdown reads a fence only at the left margin.
 @example(
     "<ul><li><pre>&lt;script&gt;</pre></li></ul><blockquote><pre>&lt;img src=x onerror=alert(1)&gt;</pre>",

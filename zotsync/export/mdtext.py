@@ -77,6 +77,7 @@ _HEX_WORD = re.compile(r"(?<![^\W_])[a-fA-F\d](?=[a-fA-F\d]{39}(?![^\W_]))")
 # tabs (===); and `\[`, math when the line ends in `\]`.
 _LINE_START = re.compile(r"[-+:!?=]|\d+(?=[.)](?:\s|$))")
 _BACKSLASHED = frozenset("-+.!()|")
+_LAST_BANG = re.compile(r"(?<!\\)(?:\\\\)*!$")  # a last `!` that no backslash escapes
 
 
 def _escape(char: str) -> str:
@@ -123,8 +124,9 @@ def line(text: str) -> str:
 
 def fragment(text: str) -> str:
     """A piece of a line whose neighbours are written by someone else (a text node of a note converted
-    from HTML): `cell`'s escaping, a space kept at either end (the words around it need it), and a first
-    character that would start a list, a heading, a definition or a block escaped, as it may begin a line."""
+    from HTML): `cell`'s escaping, a space kept at either end (the words around it need it), a first
+    character that would start a list, a heading, a definition or a block escaped, as it may begin a line,
+    and a last `!` escaped, as a link may follow it (`![…](…)` is an image)."""
     if not text:
         return ""
     core = cell(text)
@@ -139,6 +141,8 @@ def fragment(text: str) -> str:
         core = _escape(core[0]) + core[1:]
     before = " " if text[:1].isspace() else ""
     after = " " if text[-1:].isspace() else ""
+    if not after and _LAST_BANG.search(core):
+        core = core[:-1] + _escape("!")
     return before + core + after
 
 
