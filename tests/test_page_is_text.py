@@ -809,9 +809,14 @@ def note_page_violations(markdown: str, folder: Path) -> list[str]:
     "",
     "",
 )
-# Code in a list item or a quote: python-markdown reads a fence only at the left margin.
+# Code in a list item, a quote, a link or emphasis: a fence is read only at the left margin.
 @example(
     "<ul><li><pre>&lt;script&gt;</pre></li></ul><blockquote><pre>&lt;img src=x onerror=alert(1)&gt;</pre>",
+    "",
+    "",
+)
+@example(
+    '<a href="https://ok.example/"><pre>[x](javascript:alert(1))</pre></a><em><pre>[y](javascript:z)</pre></em>',
     "",
     "",
 )

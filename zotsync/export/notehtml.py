@@ -12,7 +12,8 @@ note's words; a link's target must be a safe one (`mdtext.safe_target`) or it is
 image is never embedded: an image of the note (`data-attachment-key`, a file Zotero keeps) becomes a
 link to its Zotero item, any other a link to a web address or a placeholder. Code keeps its form where
 no renderer reads anything in it (no `--8<--` include, CriticMarkup or highlighting shebang; a code
-block at the left margin, not in a list or a quote), and is written as text otherwise. Spans (Zotero's
+block only where its fence stands at the left margin: not in a list, a quote, a link or emphasis), and
+is written as text otherwise. Spans (Zotero's
 highlights, citations and colours) are unwrapped first, so that text split across them is escaped as one.
 """
 
@@ -34,10 +35,13 @@ from .mdtext import fragment, link_target, safe_target
 _READ_IN_CODE = re.compile(r"-+8<-+|\{(?:\+\+|--|~~|==|>>)")
 _SHEBANG = re.compile(r"\s*(?:#!|:::)")
 _BACKTICKS = re.compile(r"`+")
-# Where a code block's fence would be indented or prefixed (`- `, `> `): python-markdown's fenced_code reads
-# fences at the left margin only, and reads what one elsewhere holds as Markdown and HTML (a `<script>` in
-# the code of a list item became an element).
-_NESTING = frozenset({"li", "blockquote", "dd", "dt"})
+# The only elements a fenced code block may stand in. Any other (a list item, a quote, a link, emphasis)
+# puts the fence off the left margin or inside its own markers (`- `, `> `, `[…](…)`, `**…**`), where
+# python-markdown and markdown-it read what the block holds as Markdown and HTML (a `<script>` in the
+# code of a list item became an element, a `[x](javascript:…)` in the code of a link a link).
+_FENCE_MAY_STAND_IN = frozenset(
+    {"[document]", "html", "body", "div", "p", "section", "article", "main", "header", "footer", "aside"}
+)
 _BLANK_LINES = re.compile(r"\n{3,}")
 
 # Text of these never reaches the page (markdownify drops script and style itself).
@@ -97,7 +101,7 @@ class _NoteConverter(MarkdownConverter):
         code = strip_controls(text).strip("\n")
         if not code.strip():
             return ""
-        if "_inline" in parent_tags or _NESTING & parent_tags or _READ_IN_CODE.search(code):
+        if not parent_tags <= _FENCE_MAY_STAND_IN or _READ_IN_CODE.search(code):
             lines = [fragment(line).strip() for line in code.splitlines()]
             return "\n\n" + "  \n".join(line for line in lines if line) + "\n\n"
         fence = "`" * max(3, 1 + max(map(len, _BACKTICKS.findall(code)), default=0))
