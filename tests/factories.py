@@ -8,6 +8,7 @@ import json
 import shutil
 import socket
 import sqlite3
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -732,14 +733,19 @@ def realistic_library(papers: int = 1000, seed: int = 21) -> RealisticLibrary:
     return RealisticLibrary(objects, "\n".join(lines), papers, tuple(curated), tuple(hostile_keys))
 
 
-def write_realistic_project(
-    folder: Path, library: RealisticLibrary, exports: str = "exports", settings: str = ""
+def snapshot_project(
+    folder: Path,
+    objects: list[dict[str, Any]],
+    catalogue: str = "categories: []\n",
+    exports: str = "exports",
+    settings: str = "",
 ) -> Path:
-    """A project reading `library` from a snapshot: zotsync.yaml (with `settings` appended under
-    `exports:`, indented as its keys), catalog.yaml and the snapshot in `folder`; the config's path."""
+    """A project reading `objects` from a snapshot: zotsync.yaml (with `settings` appended under
+    `exports:`, indented as its keys), catalog.yaml holding `catalogue` (dedented) and the snapshot in
+    `folder`; the config's path."""
     folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / "library.json", library.objects)
-    (folder / "catalog.yaml").write_text(library.catalogue, encoding="utf-8")
+    write_json(folder / "library.json", objects)
+    (folder / "catalog.yaml").write_text(textwrap.dedent(catalogue), encoding="utf-8")
     config = folder / "zotsync.yaml"
     config.write_text(
         "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
@@ -747,6 +753,13 @@ def write_realistic_project(
         encoding="utf-8",
     )
     return config
+
+
+def write_realistic_project(
+    folder: Path, library: RealisticLibrary, exports: str = "exports", settings: str = ""
+) -> Path:
+    """`snapshot_project` of the realistic library and its catalogue."""
+    return snapshot_project(folder, library.objects, library.catalogue, exports, settings)
 
 
 # The settings of a page others read (docs/publishing.md), and the MkDocs Material site around it.

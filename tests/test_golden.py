@@ -45,18 +45,25 @@ def exported_rows(markdown: str) -> list[tuple[str, str]]:
     return rows
 
 
-@pytest.fixture(scope="module")
-def synced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def synced_demo(folder: Path, formats: str = "[md, csv]") -> Path:
+    """The bundled demo copied into `folder` and synced with `exports.formats: formats`; its exports."""
     import shutil
 
     from zotsync.cli import main
 
     root = Path(__file__).resolve().parent.parent
-    folder = tmp_path_factory.mktemp("demo")
     for name in ("config", "seeds"):
         shutil.copytree(root / name, folder / name)
-    assert main(["-q", "--config", str(folder / "config" / "zotsync.yaml"), "sync"]) == 0
+    config = folder / "config" / "zotsync.yaml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("formats: [md, csv]", f"formats: {formats}"), encoding="utf-8")
+    assert main(["-q", "--config", str(config), "sync"]) == 0
     return folder / "exports"
+
+
+@pytest.fixture(scope="module")
+def synced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synced_demo(tmp_path_factory.mktemp("demo"))
 
 
 def test_every_seed_row_is_reproduced_cell_for_cell(synced: Path) -> None:
@@ -79,21 +86,7 @@ def test_exports_match_golden_files_byte_for_byte(synced: Path, name: str) -> No
 @pytest.fixture(scope="module")
 def all_five(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo with every format: `exports.formats: [md, csv, html, bib, atom]`."""
-    import shutil
-
-    from zotsync.cli import main
-
-    root = Path(__file__).resolve().parent.parent
-    folder = tmp_path_factory.mktemp("all")
-    for name in ("config", "seeds"):
-        shutil.copytree(root / name, folder / name)
-    config = folder / "config" / "zotsync.yaml"
-    text = config.read_text(encoding="utf-8")
-    config.write_text(
-        text.replace("formats: [md, csv]", "formats: [md, csv, html, bib, atom]"), encoding="utf-8"
-    )
-    assert main(["-q", "--config", str(config), "sync"]) == 0
-    return folder / "exports"
+    return synced_demo(tmp_path_factory.mktemp("all"), "[md, csv, html, bib, atom]")
 
 
 @pytest.mark.parametrize("name", ["catalog.md", "catalog.csv", "catalog.html", "catalog.bib"])

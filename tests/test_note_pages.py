@@ -84,16 +84,19 @@ categories:
 """
 
 
+REAL_CATALOGUE = "title: Real\ncategories: []\n"  # the real libraries' papers, uncurated
+
+
 def make_project(folder: Path, objects: list[dict], exports: str = "") -> Path:
     """A project reading `objects` from a snapshot; `exports`: more keys of `exports:`, each after a comma."""
     write_json(folder / "library.json", objects)
     return source_project(folder, "{type: snapshot, path: library.json}", exports)
 
 
-def source_project(folder: Path, source: str, exports: str = "") -> Path:
+def source_project(folder: Path, source: str, exports: str = "", catalogue: str = CATALOGUE) -> Path:
     """A project in `folder` that reads `source` (a `source:` mapping as YAML) and exports into out/."""
     folder.mkdir(exist_ok=True)
-    (folder / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
+    (folder / "catalog.yaml").write_text(catalogue, encoding="utf-8")
     return write_config(
         folder,
         f"source: {source}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
@@ -579,12 +582,7 @@ def test_the_web_librarys_real_notes_and_annotations_make_their_pages(tmp_path: 
     # highlight, note, image (one PDF), and note, ink, underline (the reader's, in the PDF added above)
     assert sum(map(len, papers.values())) == 7
     write_json(tmp_path / "library.json", objects)
-    (tmp_path / "catalog.yaml").write_text("title: Real\ncategories: []\n", encoding="utf-8")
-    config = write_config(
-        tmp_path,
-        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        "exports: {dir: out, language: en}\n",
-    )
+    config = source_project(tmp_path, "{type: snapshot, path: library.json}", catalogue=REAL_CATALOGUE)
     sync(run, config)
     assert note_pages(tmp_path) == regular
     for key, found in papers.items():
@@ -628,12 +626,7 @@ def test_a_real_databases_notes_make_their_pages(tmp_path: Path, run) -> None:
     for key, note in rows:
         expected.setdefault(key, []).append(note)
     assert len(rows) >= 40
-    (tmp_path / "catalog.yaml").write_text("title: Real\ncategories: []\n", encoding="utf-8")
-    config = write_config(
-        tmp_path,
-        "source: {type: local, path: zotero.sqlite}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        "exports: {dir: out, language: en}\n",
-    )
+    config = source_project(tmp_path, "{type: local, path: zotero.sqlite}", catalogue=REAL_CATALOGUE)
     sync(run, config)
     assert set(expected) <= note_pages(tmp_path)
     for key, notes in expected.items():

@@ -22,7 +22,7 @@ from factories import (
     api_collection,
     api_item,
     realistic_library,
-    write_json,
+    snapshot_project,
     write_realistic_project,
 )
 
@@ -135,38 +135,30 @@ def test_scope_curated_holds_exactly_the_curated_categories_and_nothing_private(
 
 
 def test_a_curated_entry_stays_whatever_excludes_its_item(run, tmp_path) -> None:
-    folder = tmp_path / "list"
-    folder.mkdir()
-    write_json(
-        folder / "library.json",
-        [
-            api_collection("NBXC2222", "Inbox"),
-            api_collection("TPCC2222", "Topic"),
-            api_item("CRTD2222", "Curated but in the Inbox", collections=["NBXC2222"], tags=["to-curate"]),
-            api_item("NBXD2222", "Only in the Inbox", collections=["NBXC2222"]),
-            api_item("BTHC2222", "In the Inbox and filed", collections=["NBXC2222", "TPCC2222"]),
-            api_item("TGGD2222", "Filed, still to curate", collections=["TPCC2222"], tags=["to-curate"]),
-            api_item("FLDD2222", "Filed", collections=["TPCC2222"]),
-            api_item("NFLD2222", "Unfiled"),
-        ],
-    )
-    (folder / "catalog.yaml").write_text(
+    objects = [
+        api_collection("NBXC2222", "Inbox"),
+        api_collection("TPCC2222", "Topic"),
+        api_item("CRTD2222", "Curated but in the Inbox", collections=["NBXC2222"], tags=["to-curate"]),
+        api_item("NBXD2222", "Only in the Inbox", collections=["NBXC2222"]),
+        api_item("BTHC2222", "In the Inbox and filed", collections=["NBXC2222", "TPCC2222"]),
+        api_item("TGGD2222", "Filed, still to curate", collections=["TPCC2222"], tags=["to-curate"]),
+        api_item("FLDD2222", "Filed", collections=["TPCC2222"]),
+        api_item("NFLD2222", "Unfiled"),
+    ]
+    config = snapshot_project(
+        tmp_path / "list",
+        objects,
         "title: Mine\ncategories:\n  - name: Picks\n    entries:\n      - title: Curated but in the Inbox\n",
-        encoding="utf-8",
+        settings="  exclude_collections: [Inbox, Unfiled]\n  exclude_tags: [to-curate]\n",
     )
-    (folder / "zotsync.yaml").write_text(
-        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        "exports:\n  dir: exports\n  exclude_collections: [Inbox, Unfiled]\n  exclude_tags: [to-curate]\n",
-        encoding="utf-8",
-    )
-    sync(run, folder / "zotsync.yaml")
-    rows = csv_rows(folder / "exports" / "catalog.csv")
+    sync(run, config)
+    rows = csv_rows(config.parent / "exports" / "catalog.csv")
     assert [(r["category"], r["title"]) for r in rows] == [
         ("Picks", "Curated but in the Inbox"),
         ("Topic", "Filed"),
     ]
     # status still shows the whole library, and its inbox
-    status = run("--config", str(folder / "zotsync.yaml"), "status", "--format", "json")
+    status = run("--config", str(config), "status", "--format", "json")
     assert '"entries": 2' in status.out and '"uncurated": 5' in status.out
 
 
@@ -319,21 +311,15 @@ def test_split_writes_an_index_and_a_page_per_category_whose_links_resolve(run, 
 
 
 def test_a_curated_relative_link_is_rewritten_for_a_category_page(run, tmp_path) -> None:
-    folder = tmp_path / "list"
-    folder.mkdir()
-    write_json(folder / "library.json", [api_item("PPRR2222", "A paper")])
-    (folder / "catalog.yaml").write_text(
+    config = snapshot_project(
+        tmp_path / "list",
+        [api_item("PPRR2222", "A paper")],
         "title: Mine\ncategories:\n  - name: Picks\n    entries:\n      - title: A paper\n"
         "        links: {Note: 'notes/a paper.md#part-2', Web: 'https://example.org/x'}\n",
-        encoding="utf-8",
+        settings="  split: category\n",
     )
-    (folder / "zotsync.yaml").write_text(
-        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        "exports:\n  dir: exports\n  split: category\n",
-        encoding="utf-8",
-    )
-    sync(run, folder / "zotsync.yaml")
-    page = (folder / "exports" / "categories" / "picks.md").read_text(encoding="utf-8")
+    sync(run, config)
+    page = (config.parent / "exports" / "categories" / "picks.md").read_text(encoding="utf-8")
     assert "[Note](../notes/a%20paper.md#part-2) / [Web](https://example.org/x)" in page
 
 

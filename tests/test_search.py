@@ -13,7 +13,6 @@ import sqlite3
 import string
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from factories import (
     api_pdf,
     back_to_schema,
     read,
+    snapshot_project,
     write_json,
     write_web_config,
 )
@@ -56,15 +56,13 @@ pytestmark = pytest.mark.skipif(
 # -- a project of our own: a snapshot, a catalogue, a config ---------------------------------------------
 
 
-def snapshot_project(
-    folder: Path, objects: list[dict[str, Any]], catalogue: str = "categories: []\n"
-) -> Path:
-    write_json(folder / "library.json", objects)
-    (folder / "catalog.yaml").write_text(textwrap.dedent(catalogue), encoding="utf-8")
+def local_project(folder: Path, data_dir: Path) -> Path:
+    """A project reading the zotero.sqlite in `data_dir`, with an empty catalogue."""
+    (folder / "catalog.yaml").write_text("categories: []\n", encoding="utf-8")
     config = folder / "zotsync.yaml"
     config.write_text(
-        "source:\n  type: snapshot\n  path: library.json\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        "exports:\n  dir: exports\n",
+        f"source:\n  type: local\n  path: {json.dumps(str(data_dir))}\ncatalog: catalog.yaml\n"
+        "store: store.sqlite\n",
         encoding="utf-8",
     )
     return config
@@ -344,13 +342,7 @@ def test_a_zotero_database_s_notes_and_annotations_are_searchable(tmp_path: Path
     data_dir = tmp_path / "Zotero"
     zdb = build(data_dir / "zotero.sqlite", NOTES_LIBRARY[:3] + NOTES_LIBRARY[5:6])
     zdb.add_annotation("ANNA2345", "PDFA2345", "learned cost model guides the search")
-    config = tmp_path / "zotsync.yaml"
-    config.write_text(
-        f"source:\n  type: local\n  path: {json.dumps(str(data_dir))}\ncatalog: catalog.yaml\n"
-        "store: store.sqlite\n",
-        encoding="utf-8",
-    )
-    (tmp_path / "catalog.yaml").write_text("categories: []\n", encoding="utf-8")
+    config = local_project(tmp_path, data_dir)
     assert run("-q", "--config", str(config), "pull").code == 0
     assert [(h["zotero_key"], h["where"]) for h in search(run, config, "sketch")] == [("PAPR2345", "note")]
     assert [(h["zotero_key"], h["where"]) for h in search(run, config, "cost model")] == [
@@ -870,13 +862,7 @@ def test_a_real_zotero_databases_notes_find_their_paper(tmp_path: Path, run: Run
         " AND n.itemID NOT IN (SELECT itemID FROM deletedItems)"
         " AND n.parentItemID NOT IN (SELECT itemID FROM deletedItems)",
     )
-    config = tmp_path / "zotsync.yaml"
-    config.write_text(
-        f"source:\n  type: local\n  path: {json.dumps(str(data_dir))}\n"
-        "catalog: catalog.yaml\nstore: store.sqlite\n",
-        encoding="utf-8",
-    )
-    (tmp_path / "catalog.yaml").write_text("categories: []\n", encoding="utf-8")
+    config = local_project(tmp_path, data_dir)
     assert run("-q", "--config", str(config), "pull").code == 0
     checked = 0
     for parent, note_html in notes:
