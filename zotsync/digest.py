@@ -247,7 +247,6 @@ def render(digest: Digest, when: datetime) -> str:
     """One section: `## YYYY-MM-DD HH:MM UTC`, then a `###` list per non-empty group. Each item is text
     (titles and category names render as written, like on the page)."""
     when = _utc(when)
-    when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
     settings = tuple(f"`{name}`: {line(old)} → {line(new)}" for name, old, new in digest.settings)
     show: dict[str, tuple[str, ...]] = {
         "Settings": (*settings, line(digest.settings_effect)) if settings else (),

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .. import digest
-from ..config import DEFAULT_READ_TAGS, DEFAULT_UNREAD_TAGS, Config
+from ..config import Config, ExportsConfig, ReconcileConfig
 from ..errors import ExportError
 from ..export import Page
 from ..model import Placement
@@ -37,13 +37,6 @@ EARLIER_DEFAULTS: Settings = {
     "exports.exclude_collections": [],
     "exports.exclude_tags": [],
 }
-DEFAULTS: Settings = {
-    "reconcile.read_tags": list(DEFAULT_READ_TAGS),
-    "reconcile.unread_tags": list(DEFAULT_UNREAD_TAGS),
-    "exports.scope": "library",
-    "exports.exclude_collections": [],
-    "exports.exclude_tags": [],
-}
 
 
 def changes_path(config: Config) -> Path:
@@ -52,13 +45,20 @@ def changes_path(config: Config) -> Path:
 
 def page_settings(config: Config) -> Settings:
     """The settings that decide which rows the page holds and whether each is read."""
+    return _settings(config.reconcile, config.exports)
+
+
+def _settings(reconcile: ReconcileConfig, exports: ExportsConfig) -> Settings:
     return {
-        "reconcile.read_tags": list(config.reconcile.read_tags),
-        "reconcile.unread_tags": list(config.reconcile.unread_tags),
-        "exports.scope": config.exports.scope,
-        "exports.exclude_collections": list(config.exports.exclude_collections),
-        "exports.exclude_tags": list(config.exports.exclude_tags),
+        "reconcile.read_tags": list(reconcile.read_tags),
+        "reconcile.unread_tags": list(reconcile.unread_tags),
+        "exports.scope": exports.scope,
+        "exports.exclude_collections": list(exports.exclude_collections),
+        "exports.exclude_tags": list(exports.exclude_tags),
     }
+
+
+DEFAULTS = _settings(ReconcileConfig(), ExportsConfig())  # this zotsync's defaults of those settings
 
 
 def with_settings(config: Config, settings: Mapping[str, list[str] | str]) -> Config:

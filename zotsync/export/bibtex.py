@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from bibtexparser.bibdatabase import BibDatabase
@@ -233,7 +233,6 @@ class Paper:
 
     row: Placement
     item: Item | None
-    fields: dict[str, str] = field(default_factory=dict)
 
     @property
     def seniority(self) -> tuple[int, str, str]:

@@ -110,7 +110,11 @@ def cell(text: str) -> str:
 def line(text: str) -> str:
     """`text` as a line of its own (a paragraph, a list item's words): `inline`, with a first character
     that would start a list, a definition or a block written as text."""
-    text = inline(text)
+    return _line_start(inline(text))
+
+
+def _line_start(text: str) -> str:
+    """Escaped text with its first character written as text where it would start a block."""
     if text.startswith("\\["):  # arithmatex takes a block `\[…\]` for display math
         return "&#91;" + text[2:]
     start = _LINE_START.match(text)
@@ -132,13 +136,7 @@ def fragment(text: str) -> str:
     core = cell(text)
     if not core:
         return " " if text.isspace() else ""
-    if core.startswith("\\["):  # arithmatex takes a block `\[…\]` for display math
-        core = "&#91;" + core[2:]
-    elif (start := _LINE_START.match(core)) is not None and start.group(0)[0].isdigit():
-        end = start.end()
-        core = core[:end] + _escape(core[end]) + core[end + 1 :]
-    elif start is not None:
-        core = _escape(core[0]) + core[1:]
+    core = _line_start(core)
     before = " " if text[:1].isspace() else ""
     after = " " if text[-1:].isspace() else ""
     if not after and _LAST_BANG.search(core):
