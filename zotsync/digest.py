@@ -132,7 +132,10 @@ def _compare(previous: Sequence[Row], current: Sequence[Row]) -> _Comparison:
 
 def diff(previous: Sequence[Row], current: Sequence[Row]) -> Digest | None:
     """What changed between two syncs' pages; None when nothing did (a reorder alone is no change)."""
-    c = _compare(previous, current)
+    return _digest(_compare(previous, current))
+
+
+def _digest(c: _Comparison) -> Digest | None:
     before, after = c.before, c.after
     digest = Digest(
         added=tuple(after[i].title for i in c.added),
@@ -171,11 +174,20 @@ class News:
     zotero_key: str
 
 
-def news(previous: Sequence[Row], placements: Sequence[Placement], when: datetime) -> tuple[News, ...]:
-    """The papers this sync added to the page or saw read for the first time, in page order (added
-    first): the Added and Newly read groups of the digest, with what a reader of the feed wants to know."""
-    current = rows_of(placements)
+def diff_and_news(
+    previous: Sequence[Row], placements: Sequence[Placement], when: datetime, current: Sequence[Row]
+) -> tuple[Digest | None, tuple[News, ...]]:
+    """`diff` of `previous` and `current` (`rows_of(placements)`), and the news of it: the papers this
+    sync added to the page or saw read for the first time, in page order (added first) — the Added and
+    Newly read groups of the digest, with what a reader of the feed wants to know. One comparison serves
+    both (at 100k rows it costs half a second)."""
     c = _compare(previous, current)
+    return _digest(c), _news_of(c, current, placements, when)
+
+
+def _news_of(
+    c: _Comparison, current: Sequence[Row], placements: Sequence[Placement], when: datetime
+) -> tuple[News, ...]:
     first: dict[str, Placement] = {}
     for row, placement in zip(current, placements, strict=True):
         first.setdefault(row.identity, placement)

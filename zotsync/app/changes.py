@@ -134,16 +134,14 @@ def page_changes(
         if old != settings and rows_under is not None:
             placements = rows_under(with_settings(config, old))
             before = digest.rows_of(placements)
-            found = digest.diff(previous, before)
+            found, fresh = digest.diff_and_news(previous, placements, when, before)
             changed, effect = digest.setting_change(old, settings, before, current)
             found = (
                 dataclasses.replace(found or digest.Digest(), settings=changed, settings_effect=effect)
                 or None
             )
-            fresh = digest.news(previous, placements, when)
         else:
-            found = digest.diff(previous, current)
-            fresh = digest.news(previous, page.rows, when)
+            found, fresh = digest.diff_and_news(previous, page.rows, when, current)
     feed = digest.feed_after(fresh, feed_of(store))
     remembered = json.dumps(settings, ensure_ascii=False, sort_keys=True)
     return PageChanges(previous, current, when, found, feed, remembered)
