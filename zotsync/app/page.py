@@ -184,9 +184,10 @@ def export_input(
     given = ExportInput(merged.page, merged.library, merged.plan, feed, unchanged)
     if not merged.plan.notes or not merged.notes_needed:
         return given
-    wanted = [Path(path).stem for path, head in notes.heads(given).items() if unchanged.get(path) != head]
+    page_heads = notes.heads(given)
+    wanted = [Path(path).stem for path, head in page_heads.items() if unchanged.get(path) != head]
     library = dataclasses.replace(merged.library, notes=store.paper_notes(wanted))
-    return dataclasses.replace(given, library=library)
+    return dataclasses.replace(given, library=library, note_heads=page_heads)
 
 
 def plan(config: Config, rows: Sequence[Placement], store: Store | None = None) -> LinkPlan:

@@ -85,6 +85,9 @@ class ExportInput:
     # yield it `kept` instead of making it (a note page whose head is the same and whose notes did not
     # change since: the library then holds no notes for it).
     unchanged: Mapping[str, str] = field(default_factory=dict)
+    # Each note page's head (path → head, `notes.heads`), when the use case made them already to know
+    # which notes to read: made once, not again by the exporter.
+    note_heads: Mapping[str, str] | None = None
 
 
 def link_labels(links: Sequence[Link], labels: Labels) -> list[tuple[str, Link]]:

@@ -207,7 +207,8 @@ def outputs(given: ExportInput) -> Iterator[Output]:
     """Every note page of the plan: the unchanged ones kept (`ExportInput.unchanged`), the rest made
     from the notes the library holds for them."""
     labels = given.page.labels
-    for path, page_head in sorted(heads(given).items()):
+    page_heads = heads(given) if given.note_heads is None else given.note_heads
+    for path, page_head in sorted(page_heads.items()):
         if given.unchanged.get(path) == page_head:
             yield Output(PurePosixPath(path), "", made_from=page_head, kept=True)
             continue
