@@ -25,6 +25,7 @@ from ..reconcile import Options, Reconciliation, reconcile
 from ..reconcile.scope import PageScope, page_rows
 from ..reconcile.venue import load_venue_table
 from ..store import Store, exclusive_lock
+from ..store.derived import Derived
 from .changes import feed_of
 from .stores import open_store
 
@@ -38,6 +39,8 @@ class Merged:
     library: Library
     plan: LinkPlan = dataclasses.field(default_factory=LinkPlan)
     notes_needed: bool = False  # an exporter makes note pages from the library's notes (`Needs.NOTES`)
+    # Each processor's stored results as read for the page (name → item key → record), for a report.
+    derived: Mapping[str, Mapping[str, Derived]] = dataclasses.field(default_factory=dict)
 
 
 def merge(
@@ -54,7 +57,8 @@ def merge(
     attachments, which only those links read; with `notes_plan`, the rows carry the 📝 and Note links of
     the note pages the exports make (the page and its CSV, not a report)."""
     library = store.load_page(creators, attachments=links)
-    library = processing.attach_all(library, {name: store.derived(name) for name in processing.BUILT_IN})
+    derived = {name: store.derived(name) for name in processing.BUILT_IN}
+    library = processing.attach_all(library, derived)
     enriched = bool(library.derived.get(ENRICHMENT))
     reconciliation = reconcile(catalogue, library, options_of(config, links, enriched))
     rows = page_rows(reconciliation.placements, scope_of(config, catalogue))
@@ -62,7 +66,7 @@ def merge(
     if files.notes:
         rows = tuple(notes.with_note_links(rows, files))
     page = Page(catalogue.title, catalogue.description, rows, config.exports.labels, layout_of(config))
-    return Merged(page, reconciliation, library, files)
+    return Merged(page, reconciliation, library, files, derived=derived)
 
 
 def layout_of(config: Config) -> Layout:

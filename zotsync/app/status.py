@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -94,7 +94,7 @@ def _status_report(config: Config) -> StatusReport:
     with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = store.sync_state
-        answers = store.derived(ENRICHMENT)
+    answers = merged.derived.get(ENRICHMENT, {})
     # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
     # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
     rows, every, library = merged.page.rows, merged.reconciliation.placements, merged.library
@@ -157,7 +157,7 @@ def _status_report(config: Config) -> StatusReport:
 
 
 def enrichment_summary(
-    answers: dict[str, Derived], library: Library, order: Sequence[str] = ()
+    answers: Mapping[str, Derived], library: Library, order: Sequence[str] = ()
 ) -> EnrichmentSummary:
     """Items counted by their answer, each service by what it answered (in `order`, the services' own,
     then any other that answered before), and the ambiguous items with their candidates (in title
