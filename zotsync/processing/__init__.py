@@ -121,15 +121,13 @@ def get(name: str) -> Processor:
     return processor
 
 
-def run_stage(
-    config: Config, store: Store, now: Callable[[], datetime], deadline: float | None = None
-) -> list[Report]:
+def run_stage(config: Config, store: Store, now: Callable[[], datetime]) -> list[Report]:
     """Every enabled processor, in order (the `sync` between its pull and its exports)."""
     reports = []
     for name in BUILT_IN:
         processor = get(name)
         if processor.enabled(config):
-            job = Job(config, store, name, deadline if deadline is not None else config.sync.deadline, now)
+            job = Job(config, store, name, config.sync.deadline, now)
             report = processor.run(job)
             for warning in report.warnings:  # said once, here: a processor never fails the run for them
                 log.warning(warning)

@@ -59,9 +59,6 @@ class MemorySource:
             obj = self._objects.pop(gone)
             self._deleted[gone] = ("collections" if is_collection(obj) else "items", self.version)
 
-    def objects(self) -> list[dict[str, Any]]:
-        return [copy.deepcopy(obj) for obj in self._objects.values()]
-
     def changes(self, since: int | None, sink: Sink | None = None) -> Changes | None:
         if since is not None and since >= self.version:
             return None

@@ -51,7 +51,6 @@ class Run:
     requests: int = 0
     failures: dict[str, str] = field(default_factory=dict)  # service → why it was left out
     deadline_reached: bool = False
-    skipped: bool = False  # nothing was due, known without reading the library
 
     def report(self) -> Report:
         outcomes = Counter(f.outcome for f in self.found)
@@ -83,8 +82,7 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
         return run  # nothing to ask
     settled = _settled_mark(settings)
     if not job.refresh and not job.dry_run and _still_settled(job.mark(), settled, job.store.generation, now):
-        run.skipped = True
-        return run
+        return run  # nothing is due, known without reading the library
     library = job.library()
     known = job.results()
     queries = {}
