@@ -45,11 +45,10 @@ class VenueTable:
         return found
 
     def _abbreviation(self, names: tuple[str, ...]) -> str:
-        known = {abbr.casefold(): abbr for _, abbr in self.phrases}
         for name in names:
             for acronym in re.findall(r"\(([A-Za-z][A-Za-z0-9]*)\)", name):  # "… (CGO)"
-                if acronym.casefold() in known:
-                    return known[acronym.casefold()]
+                if abbr := self.short_name(acronym):
+                    return abbr
         folded = [f" {normalize.title(name)} " for name in names]
         return next((abbr for phrase, abbr in self.phrases if any(f" {phrase} " in f for f in folded)), "")
 
@@ -82,10 +81,8 @@ def derive_venue(
             item.get("proceedingsTitle"), item.get("conferenceName"), item.get("bookTitle")
         )
         if abbr:
-            return f"{abbr}'{year[2:]}" if year else abbr
-    if source and year:
-        return f"{source} · {year}"
-    return source
+            return _shown(abbr, "", year)
+    return _shown("", source, year)
 
 
 def enriched_venue(found: Enrichment, table: VenueTable | None, year: str) -> str:
@@ -97,8 +94,13 @@ def enriched_venue(found: Enrichment, table: VenueTable | None, year: str) -> st
     if table is not None and found.published:
         abbr = table.short_name(found.venue_key) or table.short_name(found.venue)
         abbr = abbr or table.abbreviation(found.venue)
+    return _shown(abbr, found.venue, year)
+
+
+def _shown(abbr: str, venue: str, year: str) -> str:
+    """`OSDI'20` from a short name, else `<venue> · <year>`, or whichever of the two is known."""
     if abbr:
         return f"{abbr}'{year[2:]}" if year else abbr
-    if found.venue and year:
-        return f"{found.venue} · {year}"
-    return found.venue
+    if venue and year:
+        return f"{venue} · {year}"
+    return venue
