@@ -86,14 +86,12 @@ def run_sync(
             processed = processing.run_stage(config, store, clock)
         files = store.export_files()
         # Paths as strings: a record of 35,000 note pages made as many Path objects (0.3 s).
-        expected: dict[str | Path, FileRecord | None] = {path: files.get(str(path)) for path in pages}
-        expected.update(files.items())
+        expected = {str(path): files.get(str(path)) for path in pages} | files
         state = store.sync_state
-        generations = (state.content_generation, state.notes_generation)
         unchanged_pages = tuple((path, False) for path in pages)
-        if last is not None and last.still_holds(inputs, generations, expected):
-            return SyncResult(report, unchanged_pages, source.requests, processed)
-        if last is not None and last.still_holds(inputs, generations[:1], expected):
+        if last is not None and last.still_holds(inputs, state.content_generation, expected):
+            if last.notes_generation == state.notes_generation:
+                return SyncResult(report, unchanged_pages, source.requests, processed)
             # Only notes changed since: the page rows are as they were, so are the heads of the note pages.
             remade = remake_note_pages(config, store, last, files)
             if remade is not None:

@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -84,15 +84,12 @@ class ExportRecord:
     def still_holds(
         self,
         inputs: Mapping[str, str],
-        generations: Sequence[int],
-        files: Mapping[str | Path, FileRecord | None],
+        generation: int,
+        files: Mapping[str, FileRecord | None],
     ) -> bool:
-        """Whether exporting now would write exactly these files again: the same inputs, the same store
-        content (`generations`: the content generation, and the notes generation unless left out), and
-        each of the `files` it would write still on disk as it was written."""
-        if (
-            dict(inputs) != dict(self.inputs)
-            or tuple(generations) != ((self.generation, self.notes_generation)[: len(generations)])
-        ):
+        """Whether exporting now would write these files again, as far as the page goes: the same inputs,
+        the same store content (`generation`, the content generation; the notes generation is the
+        caller's to compare), and each of the `files` still on disk as it was written."""
+        if dict(inputs) != dict(self.inputs) or generation != self.generation:
             return False
         return all(record is not None and record.holds(path) for path, record in files.items())
