@@ -328,14 +328,20 @@ class Store:
     def save_derived(self, processor: str, results: Iterable[Derived], forget: Iterable[str] = ()) -> bool:
         """Keep a processor's `results` and drop its results for `forget`, in one transaction; a changed
         value bumps the content generation (the page shows it). Returns whether one did."""
+        rows = [result.row(processor) for result in results]
+        forget = list(forget)
+        if not rows and not forget:
+            return False
         with self._transaction() as db:
-            old = {
-                key: value
-                for key, value in db.execute(
-                    "SELECT key, value FROM derived WHERE processor = ?", (processor,)
+            # Only the keys at stake: a run saves every hundred answers, and the table may hold 100k.
+            keys = json.dumps([row[1] for row in rows] + forget)
+            old = dict(
+                db.execute(
+                    "SELECT key, value FROM derived WHERE processor = ? "
+                    "AND key IN (SELECT value FROM json_each(?))",
+                    (processor, keys),
                 )
-            }
-            rows = [result.row(processor) for result in results]
+            )
             gone = [key for key in forget if key in old]
             changed = bool(gone) or any(old.get(row[1]) != row[3] for row in rows)
             db.executemany("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?, ?)", rows)

@@ -96,6 +96,14 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
     run.due = len(due)
     fresh: list[Derived] = []
     stamp = now.isoformat(timespec="seconds")
+    saved = dict(known)  # the results as the store holds them after each save
+
+    def save(batch: list[Derived], gone: list[str]) -> None:
+        job.save(batch, gone)
+        saved.update((result.key, result) for result in batch)
+        for key in gone:
+            saved.pop(key, None)
+
     with _Services(settings, min(job.deadline, settings.deadline)) as services:
         for index, query in enumerate(due):
             if services.exhausted():
@@ -111,18 +119,17 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
                 on_found(found)
             fresh.append(Derived(query.key, query.digest, value, stamp))
             if len(fresh) >= SAVE_EVERY:
-                job.save(fresh)
+                save(fresh, [])
                 fresh = []
         run.requests = services.requests
         run.failures = dict(services.failures)
         run.deadline_reached = services.deadline_reached or services.out_of_time()
-    job.save(fresh, forget)
+    save(fresh, forget)
     if run.deadline_reached and not run.failures:  # no fault: the rest is for the next run
         log.info("enrichment: enrich.deadline reached; %d items wait for the next run", run.waiting)
     if not run.waiting and not job.dry_run:
         # Nothing left to ask until an answer comes due or the library changes: say so for next time.
-        results = job.results()
-        due_at = min((_due_at(r) for r in results.values() if not _final(r.value)), default=None, key=str)
+        due_at = min((_due_at(r) for r in saved.values() if not _final(r.value)), default=None, key=str)
         job.remember({**settled, "generation": job.store.generation, "due_at": due_at})
     else:
         job.remember(None)
