@@ -170,6 +170,13 @@ class Item:
         return ""
 
     @property
+    def first_family(self) -> str:
+        """The family name of the first author (else of the first creator): the one a citation leads with."""
+        first = next((c for c in self.creators if c.creator_type == "author"), None)
+        first = first or (self.creators[0] if self.creators else None)
+        return "" if first is None else (first.last_name or first.name).strip()
+
+    @property
     def doi(self) -> str:
         return self.get("DOI") or self.extra_field("DOI")
 

@@ -277,10 +277,8 @@ def _year(paper: Paper) -> str:
 
 
 def _first_author(paper: Paper) -> str:
-    if paper.item is not None:
-        creators = [c for c in paper.item.creators if c.creator_type == "author"] or list(paper.item.creators)
-        if creators:
-            return creators[0].last_name or creators[0].name
+    if paper.item is not None and paper.item.creators:
+        return paper.item.first_family
     return paper.row.authors[0].split(",")[0] if paper.row.authors else ""
 
 

@@ -78,22 +78,13 @@ def query_of(item: Item, facts: ItemFacts, prefer_published: bool) -> Query | No
         key=item.key,
         item_type=item.item_type,
         title=item.title.strip(),
-        family=first_family(item),
+        family=item.first_family,
         year=facts.year,
         doi=doi,
         arxiv=arxiv_id(item, facts.doi),
         preprint=preprint,
         needs=tuple(needs),
     )
-
-
-def first_family(item: Item) -> str:
-    """The family name of the first author (else of the first creator): the one every service lists first."""
-    creators = item.creators
-    first = next((c for c in creators if c.creator_type == "author"), creators[0] if creators else None)
-    if first is None:
-        return ""
-    return (first.last_name or first.name).strip()
 
 
 def arxiv_id(item: Item, doi: str) -> str:
