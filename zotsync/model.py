@@ -368,10 +368,16 @@ def category_name(name: str) -> str:
     return unicodedata.normalize("NFC", name)
 
 
+def collection_path(path: str) -> str:
+    """A collection path as a user writes it (`exclude_collections`, `list --collection`) as the page
+    names it: outer spaces and slashes trimmed, one Unicode form (`category_name`)."""
+    return category_name(path.strip().strip("/").strip())
+
+
 def in_collections(collections: Iterable[str], paths: Sequence[str]) -> bool:
-    """Whether any of `collections` (full paths) is one of `paths` or lies below one (`Parent / Child`)."""
-    wanted = [category_name(p.strip().strip("/").strip()) for p in paths]
-    return any(c == p or c.startswith(p + " / ") for c in collections for p in wanted)
+    """Whether any of `collections` (full paths) is one of `paths` (as `collection_path` gives them) or
+    lies below one (`Parent / Child`)."""
+    return any(c == p or c.startswith(p + " / ") for c in collections for p in paths)
 
 
 PATH_DEPTH = 32  # collection levels a path shows in full

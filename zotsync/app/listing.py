@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 from ..catalogue import load_catalogue
 from ..config import Config
-from ..model import Placement, in_collections
+from ..model import Placement, collection_path, in_collections
 from .page import merge
 from .stores import open_store
 
@@ -43,7 +43,9 @@ class Filters:
     def keep(self, item: Listed) -> bool:
         if self.uncurated and item.curated:
             return False
-        if self.collection is not None and not in_collections(item.collections, [self.collection]):
+        if self.collection is not None and not in_collections(
+            item.collections, [collection_path(self.collection)]
+        ):
             return False
         if self.tag is not None and self.tag.casefold() not in {t.casefold() for t in item.tags}:
             return False

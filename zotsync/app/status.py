@@ -12,7 +12,7 @@ from typing import Any
 from ..catalogue import load_catalogue
 from ..config import Config
 from ..gcpause import bulk_phase
-from ..model import ENRICHMENT, Catalogue, Library, Placement, in_collections
+from ..model import ENRICHMENT, Catalogue, Library, Placement, collection_path, in_collections
 from ..processing import Derived
 from ..reconcile import MatchResult
 from ..reconcile.categories import near_duplicates
@@ -204,7 +204,7 @@ def untitled(rows: Sequence[Placement]) -> list[dict[str, Any]]:
 def inbox(config: Config, rows: Sequence[Placement]) -> list[dict[str, str]]:
     """Uncurated items in an inbox collection (or below it) or carrying an inbox tag: candidates for
     the curator's next `zotsync adopt`."""
-    paths = config.reconcile.inbox_collections
+    paths = [collection_path(path) for path in config.reconcile.inbox_collections]
     tags = set(config.reconcile.inbox_tags)
     found: dict[str, dict[str, str]] = {}
     if not paths and not tags:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..model import Placement, category_name, in_collections
+from ..model import Placement, collection_path, in_collections
 from .merge import UNFILED
 
 
@@ -59,8 +59,8 @@ def page_rows(rows: Sequence[Placement], scope: PageScope) -> tuple[Placement, .
     if scope.everything:
         return tuple(rows)
     curated_only = scope.scope == "curated"
-    excluded = scope.exclude_collections
-    unfiled = any(category_name(path.strip().strip("/").strip()) == UNFILED for path in excluded)
+    excluded = [collection_path(path) for path in scope.exclude_collections]
+    unfiled = UNFILED in excluded
     tags, hidden = scope.exclude_tags, scope.hide_tags
     kept: list[Placement] = []
     for row in rows:
