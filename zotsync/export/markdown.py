@@ -52,10 +52,7 @@ def render_markdown(
     it was joined (200 MB at 100k items)."""
     labels = labels or labels_for()
     layout = layout or Layout()
-    parts = [f"# {inline(title) or inline(labels.title)}"]
-    if description := line(description):
-        parts.append(description)
-    parts.append(summary(rows, labels))
+    parts = page_top(title, description, rows, labels)
     # "replace": half a surrogate pair, which no source or catalogue lets through, becomes `?`, not a crash.
     encoded = ["\n\n".join(parts).encode("utf-8", "replace")]
     table = Table.of(labels, layout, here)
@@ -64,6 +61,15 @@ def render_markdown(
     # The final newline joins the last part, not the whole page: `join(…) + b"\n"` copied it once more.
     encoded[-1] += b"\n"
     return b"\n\n".join(encoded)
+
+
+def page_top(title: str, description: str, rows: Sequence[Placement], labels: Labels) -> list[str]:
+    """The top of the page (or of the index page): the title, the description if any, the summary."""
+    parts = [f"# {inline(title) or inline(labels.title)}"]
+    if description := line(description):
+        parts.append(description)
+    parts.append(summary(rows, labels))
+    return parts
 
 
 def summary(rows: Sequence[Placement], labels: Labels) -> str:
@@ -245,10 +251,7 @@ def render_split(
     title: str, description: str, rows: Sequence[Placement], labels: Labels, layout: Layout, plan: LinkPlan
 ) -> Iterator[Output]:
     """The index page (catalog.md: title, summary, each category with its counts) and a page per category."""
-    index = [f"# {inline(title) or inline(labels.title)}"]
-    if description := line(description):
-        index.append(description)
-    index.append(summary(rows, labels))
+    index = page_top(title, description, rows, labels)
     pages: list[Output] = []
     items = []
     for category, group in groupby(rows, key=lambda row: row.category):
