@@ -268,3 +268,15 @@ def test_every_link_resolves_in_the_repository_tree_as_github_shows_it(run, tmp_
     broken, followed = broken_in_tree(repo)
     assert broken == [], broken[:20]
     assert followed > 300
+
+
+def test_the_html_page_on_a_site_without_directory_urls_is_one_warning(run, tmp_path: Path) -> None:
+    """Without directory URLs MkDocs makes catalog.md into catalog.html and drops zotsync's own (a
+    warning that fails `--strict`): the sync says so, once, naming the mkdocs.yml."""
+    repo = tmp_path / "repo"
+    config = write_site(repo, realistic_library(papers=40), PUBLISHED_SETTINGS + FORMATS)
+    (repo / "mkdocs.yml").write_text(SITE_CONFIG + "use_directory_urls: false\n", encoding="utf-8")
+    result = run("--config", str(config), "sync")
+    assert result.code == 0, result.err
+    warned = [line for line in result.err.splitlines() if "use_directory_urls: false" in line]
+    assert len(warned) == 1 and str(repo / "mkdocs.yml") in warned[0] and "exports.formats" in warned[0]

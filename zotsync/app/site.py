@@ -3,6 +3,7 @@ site serves as they are: a plain folder or GitHub, or an MkDocs site found by it
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from ..config import Config
 from ..export.base import Site
 
 NAMES = ("mkdocs.yml", "mkdocs.yaml")
+log = logging.getLogger("zotsync")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,13 @@ def site_of(config: Config) -> Site:
         return Site("folder", url=exports.site_url)
     if found is None:  # `mkdocs` without an mkdocs.yml to read: MkDocs' default, directory URLs
         return Site("mkdocs", True, exports.site_url)
+    if not found.directory_urls and {"md", "html"} <= set(exports.formats):
+        log.warning(
+            "%s has use_directory_urls: false, so MkDocs makes catalog.md into catalog.html and leaves "
+            "the html format's catalog.html out of the site (mkdocs build --strict fails): drop html from "
+            "exports.formats, or use directory URLs",
+            found.config,
+        )
     return Site("mkdocs", found.directory_urls, exports.site_url or found.url)
 
 
