@@ -151,3 +151,47 @@ def test_any_text_makes_well_formed_atom(title: str, why: str, category: str) ->
     assert shown.startswith("Added: ")
     clean = flatten(title).replace("\ufffe", "").replace("\uffff", "")
     assert shown == "Added: " + (clean or "(untitled)")
+
+
+def test_the_feed_links_where_the_site_serves_its_pages_and_names_the_authors() -> None:
+    """Each entry names the paper's authors (from its row) and links its note page; the page and the note
+    page at the addresses the site serves them; absolute, with `rel="self"`, when the site's URL is
+    known, else relative to the feed and no self link (a relative one would name nothing)."""
+    from zotsync.export.base import Site
+    from zotsync.model import Placement
+
+    news = digest.News(
+        "added",
+        "key:NOTE2222",
+        "2026-01-01T00:00:00Z",
+        "Paper",
+        "OSDI",
+        "2021",
+        "",
+        ("Systems",),
+        "",
+        "NOTE2222",
+    )
+    authors = ("Lovelace, Ada", "Zhang, Wei")
+    row = Placement(
+        "Systems", "unread", "Paper", "OSDI", "2021", "", authors, "", "", True, (), "NOTE2222", (), ()
+    )
+    page = Page("A list", "", (row,))
+    for site, self_link, note, alternate in [
+        (Site(), None, "notes/NOTE2222.md", "catalog.html"),
+        (Site("mkdocs", True), None, "notes/NOTE2222/", "catalog.html"),
+        (
+            Site("mkdocs", False, "https://lab.example.org/list/"),
+            "https://lab.example.org/list/feed.xml",
+            "https://lab.example.org/list/notes/NOTE2222.html",
+            "https://lab.example.org/list/catalog.html",
+        ),
+    ]:
+        pages = {"md": "catalog.md", "html": "catalog.html"}
+        plan = LinkPlan(pages, {"NOTE2222": "notes/NOTE2222.md"}, site=site)
+        parsed = feedparser.parse(render_atom(page, Library(), [news], plan))
+        links = {link["rel"]: link["href"] for link in parsed.feed.links}
+        assert links.get("self") == self_link and links["alternate"] == alternate
+        entry = parsed.entries[0]
+        assert [author["name"] for author in entry.authors] == list(authors)
+        assert [link["href"] for link in entry.links if link["rel"] == "related"] == [note]

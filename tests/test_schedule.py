@@ -68,6 +68,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The user's folders (config, state/logs) in a temp dir, so nothing touches the real ones."""
     for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(tmp_path / "home" / name.lower()))
+    # and no way to the user's own systemd: `schedule remove --systemd` must never disable a real timer
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "home" / "runtime"))
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={tmp_path / 'home' / 'no-bus'}")
     monkeypatch.delenv("ZOTERO_API_KEY", raising=False)
     return tmp_path / "home"
 
@@ -318,11 +321,34 @@ def test_systemd_remove_deletes_only_its_two_files(project, run, home) -> None:
     shown = run("--config", config_of(project), "schedule", "show", "--systemd")
     assert "OnCalendar=*-*-* *:17:00" in shown.out and "ExecStart=" in shown.out
     removed = run("--config", config_of(project), "schedule", "remove", "--systemd")
-    assert removed.code == 0 and "systemctl --user disable --now zotsync.timer" in removed.err
+    assert removed.code == 0 and "systemctl --user stop zotsync.timer" in removed.err
     assert sorted(folder.iterdir()) == [other]
     assert other.read_text(encoding="utf-8") == "[Timer]\nOnCalendar=daily\n"
     none = run("--config", config_of(project), "schedule", "show", "--systemd")
     assert none.out.startswith("no zotsync timer in ")
+
+
+def test_systemd_remove_disables_the_timer_before_deleting_its_units(project, run, home) -> None:
+    """An enabled timer is a link in timers.target.wants to its unit (what `systemctl --user enable`
+    makes). Before: the units went and the link stayed, dangling, the timer still enabled, with the
+    advice to disable it printed after. Now the timer is disabled first — through systemctl, or, when
+    the user's systemd does not answer (as here), by removing that link — and the user is told so
+    before the units go."""
+    folder = units_of(home)
+    assert run("-q", "--config", config_of(project), "schedule", "install", "--systemd").code == 0
+    link = folder / "timers.target.wants" / "zotsync.timer"
+    link.parent.mkdir()
+    link.symlink_to(folder / "zotsync.timer")
+    mine = folder / "timers.target.wants" / "backup.timer"  # another timer the user enabled: stays
+    mine.symlink_to(folder / "backup.timer")
+    removed = run("--config", config_of(project), "schedule", "remove", "--systemd")
+    assert removed.code == 0, removed.err
+    assert not link.is_symlink() and not (folder / "zotsync.timer").exists()
+    assert mine.is_symlink()
+    said = removed.err.splitlines()
+    disabled = next(i for i, line in enumerate(said) if "disabled zotsync.timer" in line)
+    assert disabled < min(i for i, line in enumerate(said) if line.startswith("removed "))
+    assert "systemctl --user daemon-reload" in said[-1]
 
 
 def test_systemd_never_replaces_a_unit_it_did_not_write(project, run, home) -> None:

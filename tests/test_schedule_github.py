@@ -49,6 +49,12 @@ def step(workflow: dict[Any, Any], name: str) -> dict[str, Any]:
     return next(s for s in workflow["jobs"]["sync"]["steps"] if s.get("name") == name)
 
 
+def installs(workflow: dict[Any, Any]) -> str:
+    """What the runner's `pip install "$ZOTSYNC_INSTALL"` installs."""
+    assert step(workflow, "Install zotsync")["run"] == 'python -m pip install "$ZOTSYNC_INSTALL"'
+    return str(workflow["jobs"]["sync"]["env"]["ZOTSYNC_INSTALL"])
+
+
 def test_the_workflow_runs_on_a_schedule_and_on_demand_and_commits_on_change(
     project, run, monkeypatch
 ) -> None:
@@ -63,13 +69,18 @@ def test_the_workflow_runs_on_a_schedule_and_on_demand_and_commits_on_change(
     steps = workflow["jobs"]["sync"]["steps"]
     uses = [s["uses"].split("@")[0] for s in steps if "uses" in s]
     assert uses == ["actions/checkout", "actions/setup-python", "actions/cache"]
-    assert step(workflow, "Install zotsync")["run"] == f"python -m pip install '{PINNED}'"
+    assert workflow["jobs"]["sync"]["env"] == {
+        "ZOTSYNC_INSTALL": PINNED,
+        "ZOTSYNC_CONFIG": "config/zotsync.yaml",
+        "ZOTSYNC_EXPORTS": "exports",
+    }
+    assert step(workflow, "Install zotsync")["run"] == 'python -m pip install "$ZOTSYNC_INSTALL"'
     sync = step(workflow, "Sync")
     assert sync["env"] == {"ZOTERO_API_KEY": "${{ secrets.ZOTERO_API_KEY }}"}
-    assert "zotsync --config config/zotsync.yaml sync --exit-code" in sync["run"]
+    assert 'zotsync --config="$ZOTSYNC_CONFIG" sync --exit-code' in sync["run"]
     commit = step(workflow, "Commit the changed exports")
     assert commit["if"] == "steps.sync.outputs.changed == 'true'"
-    assert "git add --all --force -- exports" in commit["run"] and "git push" in commit["run"]
+    assert 'git add --all --force -- "$ZOTSYNC_EXPORTS"' in commit["run"] and "git push" in commit["run"]
     cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache"))
     assert cache["with"]["path"] == ".zotsync/zotsync.sqlite"
 
@@ -103,11 +114,9 @@ def test_in_a_clone_of_zotsync_the_runner_installs_the_clone(project, run, monke
     monkeypatch.chdir(project)
     (project / "pyproject.toml").write_text('[project]\nname = "zotsync"\nversion = "9"\n', encoding="utf-8")
     write(run, project)
-    assert step(load(project / WORKFLOW), "Install zotsync")["run"] == "python -m pip install ."
+    assert installs(load(project / WORKFLOW)) == "."
     write(run, project, "--force", "--install", "zotsync @ git+https://example.org/zotsync.git")
-    assert step(load(project / WORKFLOW), "Install zotsync")["run"] == (
-        "python -m pip install 'zotsync @ git+https://example.org/zotsync.git'"
-    )
+    assert installs(load(project / WORKFLOW)) == "zotsync @ git+https://example.org/zotsync.git"
 
 
 def test_a_config_the_runner_cannot_use_is_refused(project, run, monkeypatch, tmp_path) -> None:
@@ -182,6 +191,7 @@ def test_the_steps_sync_then_commit_and_push_only_on_change(project, run, monkey
         outputs.write_text("", encoding="utf-8")
         env = {
             **os.environ,
+            **workflow["jobs"]["sync"]["env"],  # what the job gives every step, as GitHub passes it
             "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
             "GITHUB_OUTPUT": str(outputs),
         }
@@ -222,7 +232,7 @@ def test_a_zotsync_of_unknown_origin_is_refused_asking_for_install_spec(project,
     assert not (project / ".github").exists()
     spec = "zotsync @ git+https://example.org/mine/zotsync@v0.2.0"
     write(run, project, "--install", spec)
-    assert step(load(project / WORKFLOW), "Install zotsync")["run"] == f"python -m pip install '{spec}'"
+    assert installs(load(project / WORKFLOW)) == spec
 
 
 def commit_all(checkout: Path) -> str:
@@ -267,7 +277,7 @@ def test_the_runner_installs_the_repository_and_commit_this_zotsync_came_from(
     monkeypatch.setattr(github, "installed_from", lambda: github.Origin(remote, changed))
     result = write(run, project)
     pinned = f"zotsync @ git+{remote}@{changed}"
-    assert step(load(project / WORKFLOW), "Install zotsync")["run"] == f"python -m pip install '{pinned}'"
+    assert installs(load(project / WORKFLOW)) == pinned
     assert f"the runner installs: pip install {pinned} (--install SPEC" in result.err
 
 
@@ -337,9 +347,14 @@ def test_pages_syncs_commits_builds_and_deploys_in_one_workflow(run, monkeypatch
         "actions/upload-pages-artifact",
     ]
     install = next(s for s in sync_job["steps"] if s.get("name") == "Install zotsync and MkDocs")
-    assert install["run"] == f"python -m pip install '{PINNED}' 'mkdocs-material>=9.5,<10'"
+    assert install["run"] == 'python -m pip install "$ZOTSYNC_INSTALL" "$ZOTSYNC_SITE_INSTALL"'
+    assert sync_job["env"]["ZOTSYNC_INSTALL"] == PINNED
+    assert sync_job["env"]["ZOTSYNC_SITE_INSTALL"] == "mkdocs-material>=9.5,<10"
+    assert sync_job["env"]["ZOTSYNC_MKDOCS"] == "mkdocs.yml"
     build = next(s for s in sync_job["steps"] if s.get("name") == "Build the site")
-    assert build["run"] == 'mkdocs build --strict --config-file mkdocs.yml --site-dir "$RUNNER_TEMP/site"'
+    assert build["run"] == (
+        'mkdocs build --strict --config-file="$ZOTSYNC_MKDOCS" --site-dir "$RUNNER_TEMP/site"'
+    )
     upload = next(
         s for s in sync_job["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact")
     )
@@ -420,6 +435,7 @@ def test_the_pages_steps_sync_commit_and_build_the_site_against_a_bare_remote(
             outputs.write_text("", encoding="utf-8")
         env = {
             **os.environ,
+            **workflow["jobs"]["sync"]["env"],
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # zotsync, mkdocs
             "GITHUB_OUTPUT": str(outputs),
             "RUNNER_TEMP": str(runner_temp),
@@ -450,3 +466,112 @@ def test_the_pages_steps_sync_commit_and_build_the_site_against_a_bare_remote(
     assert (site / "reading-list" / "assets" / "tablesort.min.js").is_file()
     assert (site / "reading-list" / "tags" / "index.html").is_file()
     assert run_step("Sync") == 0 and not runs("Commit the changed exports") and not runs("Build the site")
+
+
+# -- what the workflow names is data, never code ----------------------------------------------------------
+
+# An exports folder whose name is shell code in every quoting a step could have put it in.
+HOSTILE = "list $(touch pwned-1) `touch pwned-2` '; touch pwned-3; ' \"; touch pwned-4; \" $HOME"
+
+
+def with_exports_dir(project: Path, folder: str) -> Path:
+    """The project's config with `exports.dir` set to `folder` (relative to the project)."""
+    config = Path(config_of(project))
+    text = config.read_text(encoding="utf-8")
+    assert "  dir: ../exports" in text
+    config.write_text(text.replace("  dir: ../exports", f"  dir: {json.dumps('../' + folder)}"), "utf-8")
+    return config
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
+def test_an_exports_folder_named_like_shell_code_is_data_in_every_step(
+    project, run, monkeypatch, tmp_path
+) -> None:
+    """`exports.dir` reaches the steps through the job's `env:`, read as "$ZOTSYNC_EXPORTS": the Sync and
+    Commit steps, run under bash against a bare remote, write and commit that folder, and run nothing
+    its name holds (before: `git commit -m "zotsync: update '…'"` ran the `$(…)` and the backticks)."""
+    monkeypatch.chdir(project)
+    config = with_exports_dir(project, HOSTILE)
+    result = run("--config", str(config), "schedule", "github")
+    assert result.code == 0, result.err
+    workflow = load(project / WORKFLOW)
+    assert workflow["jobs"]["sync"]["env"]["ZOTSYNC_EXPORTS"] == HOSTILE
+    if actionlint() is not None:
+        done = subprocess.run(
+            [actionlint(), "-no-color", str(WORKFLOW)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    (project / ".gitignore").write_text(".zotsync/\n", encoding="utf-8")
+    git(project, "init", "-q", "-b", "main")
+    commit_all(project)
+    git(project, "remote", "add", "origin", str(remote))
+    git(project, "push", "-q", "-u", "origin", "main")
+    outputs = tmp_path / "github_output"
+    outputs.write_text("", encoding="utf-8")
+    env = {
+        **os.environ,
+        **workflow["jobs"]["sync"]["env"],
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_OUTPUT": str(outputs),
+        "ZOTERO_API_KEY": "",
+        "HOME": str(tmp_path),
+    }
+    for name in ("Sync", "Commit the changed exports"):
+        script = step(workflow, name)["run"]
+        done = subprocess.run(["bash", "-e", "-c", script], cwd=project, env=env, timeout=120)
+        assert done.returncode == 0, name
+    assert sorted(tmp_path.rglob("pwned-*")) == []  # nothing the name holds ran
+    assert git(remote, "log", "-1", "--format=%s", "main").strip() == f"zotsync: update {HOSTILE}"
+    published = git(remote, "show", f"main:{HOSTILE}/catalog.md")
+    assert published == (project / HOSTILE / "catalog.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("where", ["exports folder", "install spec"])
+def test_a_github_expression_in_what_the_workflow_names_is_refused(project, run, monkeypatch, where) -> None:
+    """GitHub substitutes `${{ … }}` anywhere in a step before any shell runs: a secret named in the
+    exports folder's name would land in the pushed commit message."""
+    monkeypatch.chdir(project)
+    expression = "${{ secrets.ZOTERO_API_KEY }}"
+    config, args = Path(config_of(project)), ["schedule", "github"]
+    if where == "exports folder":
+        config = with_exports_dir(project, f"list-{expression}")
+    else:
+        args += ["--install", f"zotsync @ git+https://example.org/z.git#{expression}"]
+    refused = run("--config", str(config), *args)
+    assert refused.code == 2 and refused.err.count("\n") == 1
+    assert refused.err.startswith(f"zotsync: error: the {where} ") and "holds `${{`" in refused.err
+    assert "nothing was written" in refused.err
+    assert not (project / ".github").exists()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "zotsync @ git+https://example.org/z.git : x",  # `: ` made the step's plain scalar a mapping
+        "zotsync @ git+https://example.org/z.git #egg=zotsync",  # ` #` began a comment: the step cut short
+        "zotsync @ git+https://example.org/z.git@v1 'quoted' \"twice\" \\back",
+    ],
+)
+def test_an_install_spec_reaches_pip_as_written(project, run, monkeypatch, spec) -> None:
+    """`--install` is a YAML string the shell reads as one word: the workflow parses, and names exactly
+    the spec given (before: invalid YAML, or a step cut at ` #`, and `wrote …` all the same)."""
+    monkeypatch.chdir(project)
+    write(run, project, "--install", spec)
+    assert installs(load(project / WORKFLOW)) == spec
+    if actionlint() is not None:
+        done = subprocess.run(
+            [actionlint(), "-no-color", str(WORKFLOW)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_workflow_that_would_not_read_back_as_written_is_refused(project, run, monkeypatch) -> None:
+    """A value YAML cannot hold (a non-character, which is valid UTF-8): the file would not be the
+    workflow meant, so none is written and the command does not report success."""
+    monkeypatch.chdir(project)
+    refused = run("--config", config_of(project), "schedule", "github", "--install", "zotsync\ufffe")
+    assert refused.code == 2 and refused.err.count("\n") == 1
+    assert "the workflow would not read back as written: it is not valid YAML" in refused.err
+    assert not (project / ".github").exists()

@@ -35,6 +35,7 @@ MAX_DEADLINE = 86400.0
 SCOPES = ("library", "curated")
 ZOTERO_LINKS = ("local", "web", "none")
 SPLITS = ("none", "category")
+SITES = ("auto", "folder", "mkdocs")
 ALL_COLUMNS = tuple(COLUMN_LABELS)
 
 ENV_OVERRIDES = {
@@ -259,6 +260,28 @@ class ExportsConfig:
         False, "also write the vendored tablesort script for a MkDocs site: sortable tables"
     )
     notes: bool = flag(True, "a Markdown page per paper from its Zotero notes and annotations, linked to")
+    # Where the exports are read: how catalog.html and feed.xml link to a Markdown page.
+    site: str = choice(
+        "auto",
+        SITES,
+        "where the exports are read: folder (a folder or GitHub: links to .md files), mkdocs (links to the "
+        "addresses MkDocs gives the pages, after mkdocs.yml's use_directory_urls), auto (mkdocs when an "
+        "mkdocs.yml above exports.dir holds it in its docs folder, else folder)",
+    )
+    site_url: str = setting(
+        "",
+        lambda r, v: _site_url(r, v),
+        "the https URL exports.dir is published at: the feed's links become absolute, with a rel=self "
+        "link (default: mkdocs.yml's site_url, with exports.dir's path in its docs folder)",
+        {"type": "string"},
+    )
+
+
+def _site_url(reading: Reading, value: Any) -> str:
+    url = _text(reading, value).strip()
+    if url and not url.lower().startswith(("https://", "http://")):
+        raise reading.fail(f"must be an http(s) URL, not '{url}'")
+    return url + ("" if not url or url.endswith("/") else "/")  # a folder's URL: relative links resolve
 
 
 def _formats(reading: Reading, value: Any) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from ..reconcile.venue import load_venue_table
 from ..store import Store, exclusive_lock
 from ..store.derived import Derived
 from .changes import feed_of
+from .site import site_of
 from .stores import open_store
 
 TAGS_PAGE = "tags.md"
@@ -205,6 +206,7 @@ def plan(config: Config, rows: Sequence[Placement], store: Store | None = None) 
         pages=pages,
         tags_page=TAGS_PAGE if exports.tags_page and "md" in exports.formats else "",
         category_pages=category_files(list(categories)),
+        site=site_of(config),
     )
     if store is None or not notes_on(config):
         return files

@@ -86,13 +86,22 @@ def show(systemd_timer: bool) -> str:
 
 def remove(say: Say, systemd_timer: bool) -> None:
     if systemd_timer:
-        removed = systemd.remove(systemd.unit_dir())
-        for path in removed:
-            say(f"removed {path}")
-        if removed:
-            say(f"stop the timer with: {systemd.DISABLE}; then systemctl --user daemon-reload")
+        folder = systemd.unit_dir()
+        if not systemd.installed(folder):
+            say(f"no zotsync timer in {folder}")
+            return
+        # Disabled first: deleting the units of an enabled timer leaves it enabled, its link dangling.
+        if systemd.disable(folder):
+            say("stopped and disabled zotsync.timer")
         else:
-            say(f"no zotsync timer in {systemd.unit_dir()}")
+            say(
+                "systemd did not answer: disabled zotsync.timer by removing its link in "
+                f"{folder / systemd.WANTS}; if it runs now, stop it with: {systemd.STOP}"
+            )
+        for path in systemd.remove(folder):
+            say(f"removed {path}")
+        if not systemd.reload():
+            say("then: systemctl --user daemon-reload")
         return
     table = cron.read_table()
     kept = cron.without(table)

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from feedgen.feed import FeedGenerator
 
@@ -44,6 +44,8 @@ def feed_id(page: Page, library: Library) -> uuid.UUID:
 
 
 def render_atom(page: Page, library: Library, feed: Sequence[News], plan: LinkPlan) -> str:
+    """The feed. Its links point where the site serves the files (`plan.site`): absolute, with a
+    `rel="self"` link, when the site's URL is known; else relative to the feed's own address."""
     labels = page.labels
     base = feed_id(page, library)
     generator = FeedGenerator()
@@ -55,21 +57,44 @@ def render_atom(page: Page, library: Library, feed: Sequence[News], plan: LinkPl
         generator.subtitle(description)
     generator.language(_text(labels.html_lang) or "en")
     generator.generator("zotsync")
+    if plan.site.url:
+        generator.link(href=_NOT_XML.sub("", plan.absolute(PAGE)), rel="self")
     shown = next((plan.pages[name] for name in ("html", "md") if name in plan.pages), "")
-    if shown:  # relative to the feed's own address, as Atom resolves it
-        generator.link(href=LinkPlan.href(PAGE, shown), rel="alternate")
+    if shown:
+        generator.link(href=_address(plan, shown), rel="alternate")
     generator.updated(_when(feed[0].when) if feed else EMPTY_FEED_UPDATED)
+    authors: dict[str, tuple[str, ...]] = {}
+    for row in page.rows:
+        if row.zotero_key and row.authors:
+            authors.setdefault(row.zotero_key, row.authors)
     for news in feed:
-        _entry(generator, base, news, labels)
+        note = plan.notes.get(news.zotero_key, "") if news.zotero_key else ""
+        _entry(generator, base, news, labels, authors.get(news.zotero_key, ()), note and _address(plan, note))
     return generator.atom_str(pretty=True).decode("utf-8")
 
 
-def _entry(generator: FeedGenerator, base: uuid.UUID, news: News, labels: Labels) -> None:
+def _address(plan: LinkPlan, path: str) -> str:
+    """The link to the file `path` (relative to `exports.dir`) as the feed writes it: its URL on the
+    site when that is known, else relative to the feed, at the address the site serves it."""
+    return _NOT_XML.sub("", plan.absolute(path) or plan.served(PAGE, path))
+
+
+def _entry(
+    generator: FeedGenerator,
+    base: uuid.UUID,
+    news: News,
+    labels: Labels,
+    authors: Sequence[str],
+    note: str,
+) -> None:
     entry = generator.add_entry(order="append")
     entry.id(uuid.uuid5(base, f"{news.kind}\n{news.identity}\n{news.when}").urn)
     kind = labels.feed_added if news.kind == "added" else labels.feed_read
     entry.title(f"{_text(kind)}: {_text(news.title) or _text(labels.no_title)}")
     entry.updated(_when(news.when))
+    for author in authors:
+        if name := _text(author):
+            entry.author({"name": name})
     venue = news.venue or labels.no_venue
     parts = [venue + (f" · {news.year}" if news.year and news.year not in venue else ""), news.why]
     parts.append(", ".join(news.categories))
@@ -80,6 +105,27 @@ def _entry(generator: FeedGenerator, base: uuid.UUID, news: News, labels: Labels
     url = flatten(news.url).strip()
     if url.lower().startswith(("https://", "http://")):  # a feed reader opens it: the web only
         entry.link(href=_NOT_XML.sub("", url), rel="alternate")
+    if note:  # the paper's note page on the site
+        entry.register_extension("zotsync", _RelatedLinks, atom=True, rss=False)
+        entry.zotsync.links.append((note, _text(labels.link_note)))
+
+
+class _RelatedLinks:
+    """A feedgen entry extension that writes `rel="related"` links: feedgen 1.0 drops the `rel` and
+    `title` of an entry's own links (its `atom_entry` reads them from the element it just made)."""
+
+    def __init__(self) -> None:
+        self.links: list[tuple[str, str]] = []
+
+    def extend_atom(self, entry: Any) -> Any:
+        from feedgen.util import xml_elem
+
+        for href, title in self.links:
+            xml_elem("link", entry, href=href, rel="related", title=title)
+        return entry
+
+    def extend_rss(self, item: Any) -> Any:
+        return item
 
 
 def _when(stamp: str) -> datetime:

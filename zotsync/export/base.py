@@ -40,6 +40,31 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass(frozen=True, slots=True)
+class Site:
+    """Where the exports are read, which decides the address of a Markdown page: a plain folder or
+    GitHub show `notes/KEY.md` at that path; MkDocs publishes it as `notes/KEY/` (directory URLs) or
+    `notes/KEY.html`. A Markdown page's own `.md` links are right everywhere (MkDocs rewrites them); a
+    file the site serves as it is (catalog.html, feed.xml) must name the address itself."""
+
+    kind: str = "folder"  # folder | mkdocs
+    directory_urls: bool = True  # MkDocs' use_directory_urls
+    url: str = ""  # the absolute URL exports.dir is published at, ending in `/`; "" when not known
+
+    def address(self, path: str) -> str:
+        """The address, relative to `exports.dir`, at which the site serves the file `path` (relative
+        to `exports.dir`); `./` for the folder's own index page."""
+        if self.kind != "mkdocs" or not path.endswith(".md"):
+            return path
+        stem = path[: -len(".md")]
+        if not self.directory_urls:
+            return stem + ".html"
+        folder, name = posixpath.split(stem)
+        if name == "index":
+            return folder + "/" if folder else "./"
+        return stem + "/"
+
+
+@dataclass(frozen=True, slots=True)
 class LinkPlan:
     """Where each file of an export lives, relative to `exports.dir`, decided before any exporter runs,
     so that a page can link to what another exporter writes (and every link resolves: `href` makes it
@@ -50,12 +75,15 @@ class LinkPlan:
     notes: Mapping[str, str] = field(default_factory=dict)  # item key → its note page, when there is one
     tags_page: str = ""  # the tags page, when one is written
     category_pages: Mapping[str, str] = field(default_factory=dict)  # category → its page (a split page)
+    site: Site = field(default_factory=Site)  # where the files are read (the addresses of Markdown pages)
 
     @staticmethod
     def href(source: str, target: str, anchor: str = "") -> str:
         """The link from the file `source` to `target` (both relative to `exports.dir`)."""
         folder = posixpath.dirname(source) or "."
         relative = posixpath.relpath(target, folder) if target else ""
+        if target.endswith("/"):  # a folder's address keeps its slash (`notes/KEY/`, `./`)
+            relative = relative.rstrip("/") + "/"
         return relative + (f"#{anchor}" if anchor else "")
 
     @classmethod
@@ -69,6 +97,25 @@ class LinkPlan:
         path, query, params = path.partition("?")
         target = posixpath.normpath(path) + ("/" if path.endswith("/") else "")
         return cls.href(source, target) + query + params + mark + rest
+
+    def served(self, source: str, link: str) -> str:
+        """A link a row holds (written for a page at the top of `exports.dir`) as the file `source`
+        must write it when the site serves that file as it is (catalog.html, feed.xml): to the address
+        the site gives a Markdown page (`tags.md#KEY` → `tags/#KEY` on MkDocs)."""
+        if not link or link.startswith(("#", "/", "?")) or _SCHEME.match(link):
+            return link
+        path, mark, rest = link.partition("#")
+        path, query, params = path.partition("?")
+        target = posixpath.normpath(path) + ("/" if path.endswith("/") else "")
+        return self.href(source, self.site.address(target)) + query + params + mark + rest
+
+    def absolute(self, path: str) -> str:
+        """The URL of the file `path` (relative to `exports.dir`) on the site, when the site's URL is
+        known; else "" ."""
+        if not self.site.url:
+            return ""
+        address = self.site.address(path)
+        return self.site.url + ("" if address == "./" else address)
 
 
 @dataclass(frozen=True, slots=True)

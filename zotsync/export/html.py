@@ -27,7 +27,7 @@ from ..formats import Exporter, Needs, Output
 from ..labels import Labels
 from ..model import Placement
 from ..text import flatten
-from .base import ExportInput, Page, link_labels
+from .base import ExportInput, LinkPlan, Page, link_labels
 from .mdtext import safe_target
 
 
@@ -59,7 +59,13 @@ def href(url: str) -> str | None:
     return escape(target, quote=True)
 
 
-def render_html(page: Page) -> str:
+PAGE = "catalog.html"
+
+
+def render_html(page: Page, plan: LinkPlan | None = None) -> str:
+    """`plan`: where the other files are, and the site that serves this one as it is (a row's link to a
+    note page or the tags page goes to the address the site gives it)."""
+    plan = plan or LinkPlan()
     labels = page.labels
     rows = page.rows
     read = sum(row.status == "read" for row in rows)
@@ -103,7 +109,7 @@ def render_html(page: Page) -> str:
             f'<h2>{text(category)} <span class="count">({len(members)})</span></h2>',
             f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>',
         ]
-        parts += (_row(row, labels, marks) for row in members)
+        parts += (_row(row, labels, marks, plan) for row in members)
         parts.append("</tbody></table></div></section>")
     parts += [
         f'<p id="no-match" hidden>{text(labels.no_match)}</p>',
@@ -143,12 +149,14 @@ def _form(labels: Labels, rows: Sequence[Placement], categories: list[str]) -> l
 _YEAR = 'inputmode="numeric" maxlength="4" size="4" autocomplete="off"'
 
 
-def _row(row: Placement, labels: Labels, marks: dict[bool, str]) -> str:
+def _row(row: Placement, labels: Labels, marks: dict[bool, str], plan: LinkPlan) -> str:
     status = marks[row.status == "read"] + (f" {labels.noted}" if row.noted else "")
     title = text(row.title) or text(labels.no_title)
     venue = text(row.venue) or text(labels.no_venue + (f" · {row.year}" if row.year else ""))
     why = text(row.why) or (text(labels.tags + " / ".join(row.tags)) if row.tags else "")
-    links = " / ".join(_link(label, each.url) for label, each in link_labels(row.links, labels))
+    links = " / ".join(
+        _link(label, each.url, plan.served(PAGE, each.url)) for label, each in link_labels(row.links, labels)
+    )
     return (
         f'<tr data-key="{text(row.zotero_key)}" data-status="{row.status}" data-year="{text(row.year)}"'
         f' data-authors="{text("; ".join(row.authors))}" data-tags="{text("; ".join(row.tags))}">'
@@ -156,21 +164,21 @@ def _row(row: Placement, labels: Labels, marks: dict[bool, str]) -> str:
     )
 
 
-def _link(label: str, url: str) -> str:
-    target = href(url)
+def _link(label: str, url: str, served: str) -> str:
+    target = href(served)
     if target is None:
         return text(f"{label} ({url})" if url.strip() else label)
     return f'<a href="{target}">{text(label)}</a>'
 
 
 def _outputs(given: ExportInput) -> Iterator[Output]:
-    yield Output(PurePosixPath(EXPORTER.page), render_html(given.page))
+    yield Output(PurePosixPath(PAGE), render_html(given.page, given.plan))
 
 
 EXPORTER = Exporter(
     name="html",
     summary="the reading list as one self-contained HTML page with filters and a search",
-    page="catalog.html",
+    page=PAGE,
     render=_outputs,
     needs=Needs.ZOTERO_LINKS,
 )

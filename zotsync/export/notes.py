@@ -13,6 +13,7 @@ text and comments are escaped; only the links, headings, quotes and lists are th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import posixpath
@@ -64,7 +65,7 @@ def note_plan(plan: LinkPlan, papers: Iterable[str], rows: Sequence[Placement]) 
     """`plan` with a note page for each of `papers` (those with notes) that has a row on the page."""
     on_page = {row.zotero_key for row in rows if row.zotero_key}
     notes = {key: page_path(key) for key in sorted(set(papers) & on_page)}
-    return LinkPlan(plan.pages, notes, plan.tags_page, plan.category_pages)
+    return dataclasses.replace(plan, notes=notes)
 
 
 def with_note_links(rows: Sequence[Placement], plan: LinkPlan) -> list[Placement]:

@@ -10,12 +10,20 @@
 - A file zotsync wrote before and no longer writes goes, unless it was changed since (then it stays,
   and is said so). Only files in `exports.dir` go; the record forgets the others.
 
+- A temporary file a killed run left beside a file zotsync writes (`.<name>.<8 letters>.tmp`, the
+  name `outputs.stage` gives it) goes once it is `STALE_AFTER` old: every write of one is over in
+  seconds, and this run holds the store's lock. No other file goes, whatever its name.
+
 Unchanged bytes are never rewritten, so an unchanged file keeps its modification time.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import re
+import stat
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +35,12 @@ from .record import FileRecord
 
 log = logging.getLogger("zotsync")
 
+# The temporary file `outputs.stage` writes beside `<name>` (tempfile.mkstemp: 8 of [a-z0-9_]).
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
+# How old a temporary must be to be stale: a write stages, flushes and renames it within seconds, so one
+# this old belongs to a run that was killed, not to one writing now (a concurrent `export`, say).
+STALE_AFTER = 600.0
+
 
 @dataclass(slots=True)
 class WriteResult:
@@ -34,6 +48,7 @@ class WriteResult:
     records: dict[str, FileRecord] = field(default_factory=dict)  # path → record, of every file now ours
     made_from: dict[str, str] = field(default_factory=dict)  # path → what it was made from, where known
     removed: list[Path] = field(default_factory=list)
+    swept: list[Path] = field(default_factory=list)  # stale temporaries of killed runs, removed
 
 
 def write_exports(
@@ -70,7 +85,43 @@ def write_exports(
             result.removed.append(path)
         elif path.exists():
             log.warning("%s changed since zotsync wrote it: left as it is, no longer updated", path)
+    # CHANGES.md: written beside the pages by the change digest (app.changes), with the same temporaries.
+    result.swept = sweep_temporaries([*result.records, *known, folder / "CHANGES.md"], time.time())
     return result
+
+
+def sweep_temporaries(files: Iterable[Path | str], now: float) -> list[Path]:
+    """Remove the stale temporaries beside `files` (the files zotsync writes): a regular file named
+    `.<name>.<8 letters>.tmp` where `<name>` is one of `files` in that folder, last written more than
+    `STALE_AFTER` seconds before `now`. Anything else, a user's `.notes.tmp` included, is left alone."""
+    names: dict[str, set[str]] = {}
+    for each in files:
+        folder, name = os.path.split(each)
+        names.setdefault(folder, set()).add(name)
+    swept = []
+    for folder, owned in names.items():
+        try:
+            with os.scandir(folder) as entries:
+                found = [
+                    entry
+                    for entry in entries
+                    if entry.name.endswith(".tmp")
+                    and (match := _TEMPORARY.fullmatch(entry.name)) is not None
+                    and match["name"] in owned
+                ]
+        except OSError:
+            continue  # the folder is gone or unreadable: nothing of ours to sweep there
+        for entry in found:
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_AFTER:
+                    os.unlink(entry.path)
+                    swept.append(Path(entry.path))
+            except OSError:
+                continue  # gone meanwhile, or not ours to remove: left as it is
+    for path in swept:
+        log.info("removed %s, left behind by a run that was stopped", path)
+    return swept
 
 
 def _remember(result: WriteResult, path: Path, data: bytes) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import subprocess
 import tomllib
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 
 from ..config import Config
 from ..errors import ConfigError
+from ..text import one_line
 from . import fill, fit_for_a_job, template
 
 # What the runner installs to build the site: MkDocs with the Material theme (its docs are the recipe).
@@ -37,17 +37,57 @@ def workflow(
     config_path = fit_for_a_job("config file", _inside(root, config.path, "config file"))
     store = fit_for_a_job("store", _inside(root, config.store, "store"))
     mkdocs = fit_for_a_job("MkDocs config", site_config(root, config)) if pages else ""
-    return fill(
+    # What the steps name reaches them as data: a YAML string in the job's `env:`, read by the shell as
+    # "$ZOTSYNC_…" (never code), and by GitHub as text as long as it holds no `${{` expression.
+    env = {
+        "ZOTSYNC_INSTALL": ("install spec", fit_for_a_job("install spec", install or default_install(root))),
+        "ZOTSYNC_CONFIG": ("config file", config_path),
+        "ZOTSYNC_EXPORTS": ("exports folder", exports),
+    }
+    if pages:
+        env |= {
+            "ZOTSYNC_SITE_INSTALL": ("site install", SITE_INSTALL),
+            "ZOTSYNC_MKDOCS": ("MkDocs config", mkdocs),
+        }
+    for what, value in [*env.values(), ("store", store)]:
+        if "${{" in value:
+            raise ConfigError(
+                f"the {what} {value} holds `${{{{`, which GitHub would evaluate as an expression (a secret "
+                "would land in the commit); nothing was written"
+            )
+    text = fill(
         template("zotsync-pages.yml" if pages else "zotsync.yml"),
         cron=cron,
         when=when,
-        install=shlex.quote(fit_for_a_job("install spec", install or default_install(root))),
-        site_install=shlex.quote(SITE_INSTALL),
-        config=shlex.quote(config_path),
-        store=json.dumps(store),  # a YAML string
-        exports=shlex.quote(exports),
-        mkdocs=shlex.quote(mkdocs),
+        store=yaml_string(store),
+        **{name.removeprefix("ZOTSYNC_").lower(): yaml_string(value) for name, (_, value) in env.items()},
     )
+    check_reads_back(text, {name: value for name, (_, value) in env.items()}, store, cron)
+    return text
+
+
+def yaml_string(value: str) -> str:
+    """`value` as a YAML double-quoted scalar: JSON's escapes are YAML's, and nothing in it (`: `, ` #`,
+    quotes) ends it early."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def check_reads_back(text: str, env: Mapping[str, str], store: str, cron: str) -> None:
+    """The workflow as GitHub will read it names exactly what it was written with: else it is refused,
+    so that the command never reports success for a file that is not the workflow it meant."""
+    import yaml
+
+    try:
+        workflow = yaml.safe_load(text)
+        job = workflow["jobs"]["sync"]
+        cache = next(step for step in job["steps"] if str(step.get("uses", "")).startswith("actions/cache@"))
+        read = (job["env"], cache["with"]["path"], workflow[True]["schedule"][0]["cron"])
+    except (yaml.YAMLError, KeyError, TypeError, StopIteration) as exc:
+        read, problem = None, f"it is not valid YAML ({one_line(str(exc))})"
+    else:
+        problem = "it names other values than those it was written with"
+    if read != (dict(env), store, cron):
+        raise ConfigError(f"the workflow would not read back as written: {problem}; nothing was written")
 
 
 def site_config(root: Path, config: Config) -> str:

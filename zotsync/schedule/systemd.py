@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ NAMES = ("zotsync.service", "zotsync.timer")
 MARK = "# Written by `zotsync schedule install --systemd`"  # the files' first line: they are ours
 ENABLE = "systemctl --user daemon-reload && systemctl --user enable --now zotsync.timer"
 DISABLE = "systemctl --user disable --now zotsync.timer"
+STOP = "systemctl --user stop zotsync.timer"
+WANTS = "timers.target.wants"  # where `enable` links the timer (its [Install] WantedBy=timers.target)
 
 
 class SystemdError(ZotsyncError):
@@ -72,6 +75,30 @@ def install(folder: Path, pair: Units) -> list[Path]:
     for path, text in zip(paths, (pair.service, pair.timer), strict=True):
         write_atomically(path, text)
     return paths
+
+
+def disable(folder: Path) -> bool:
+    """Stop and disable our timer before its files go, so that no enabled timer is left behind with a
+    dangling link: through systemctl when the user's systemd answers, else by removing the link `enable`
+    made (what `disable` does on disk). Whether systemd itself was reached."""
+    reached = _systemctl("disable", "--now", "zotsync.timer")
+    link = folder / WANTS / "zotsync.timer"
+    if link.is_symlink() and os.path.realpath(link) == os.path.realpath(folder / "zotsync.timer"):
+        link.unlink()
+    return reached
+
+
+def reload() -> bool:
+    """`systemctl --user daemon-reload`: systemd forgets the removed units."""
+    return _systemctl("daemon-reload")
+
+
+def _systemctl(*args: str) -> bool:
+    try:
+        done = subprocess.run(["systemctl", "--user", *args], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):  # no systemctl, or it hangs
+        return False
+    return done.returncode == 0
 
 
 def remove(folder: Path) -> list[Path]:
