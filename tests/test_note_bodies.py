@@ -31,6 +31,8 @@ from test_page_is_text import markdown_it, python_markdown
 from zotero_server import FakeLibrary
 from zotero_sqlite import build as build_zotero_db
 
+from zotsync.export.notes import MAX_NOTE
+
 # -- one bad note never stops the list -----------------------------------------------------------------
 
 DEEP_DIVS = "<div>" * 1000 + "words under a thousand divs" + "</div>" * 1000
@@ -408,4 +410,10 @@ def test_a_twenty_megabyte_note_syncs_in_bounded_memory(tmp_path: Path) -> None:
     assert int(peak) < 600 * 2**20, f"peak RSS {int(peak) / 2**20:.0f} MB"
     page = (tmp_path / "out" / "notes" / "PAPERAAA.md").read_text(encoding="utf-8")
     assert page.count("Tiles keep **data** on chip") > 1000
-    assert page.rstrip().endswith("*") or "cut" in page  # replaced below by the marker's exact words
+    # cut where a tag begins, before the limit, and said so
+    shown = html.rfind("<", 0, MAX_NOTE + 1)
+    marker = (
+        f"The note goes on in Zotero: this page shows the first {shown:,} of its {len(html):,} characters."
+    )
+    assert page.endswith(f"\n\n{marker}\n"), page[-300:]
+    print(f"peak RSS of a sync with a {len(html):,}-character note: {int(peak) / 2**20:.0f} MB")

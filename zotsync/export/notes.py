@@ -11,7 +11,8 @@ Everything on the page is text as on the reading list (`mdtext`): the head's dat
 text and comments are escaped; only the links, headings, quotes and lists are the page's own.
 
 One note never stops the list: a note the converter cannot read (nested deeper than a page shows) is
-shown on its page as plain text, with one warning. With `exports.zotero_links` other than `local`, the
+shown on its page as plain text, with one warning; a note longer than MAX_NOTE is cut there, with a
+line (the label `note_cut`) that says so. With `exports.zotero_links` other than `local`, the
 body holds no `zotero://` link: an image of the note, an image annotation or a link of the note into
 Zotero is written as text (a reader of the site has no Zotero to open it).
 """
@@ -34,6 +35,10 @@ from .base import ExportInput, LinkPlan, link_labels
 from .mdtext import LINK_SCHEMES, inline, line, link
 
 log = logging.getLogger("zotsync")
+
+# The characters of a note's HTML a page shows: its tree costs about 60 bytes a character while it is
+# converted (a 20 MB note took 1.3 GB), so a longer note is cut here, with a line that says so.
+MAX_NOTE = 2_000_000
 
 FOLDER = "notes"
 NOTE_LABEL = "Note"  # the label of the row's link to its note page, as the curator's own Note links have
@@ -164,14 +169,18 @@ def note_body(note: Item, labels: Labels, in_zotero: bool = True) -> str:
     """One note as Markdown; a note the converter cannot read, as plain text with one warning."""
     from .notehtml import note_markdown  # markdownify and BeautifulSoup: imported only to make a page
 
-    html = note.get("note")
+    html, size = note.get("note"), len(note.get("note"))
+    if size > MAX_NOTE:  # cut before the tag that crosses the limit, so that no tag is split
+        html = html[: html.rfind("<", 0, MAX_NOTE + 1) if "<" in html[:MAX_NOTE] else MAX_NOTE]
+    cut = line(labels.note_cut.format(shown=f"{len(html):,}", size=f"{size:,}")) if size > MAX_NOTE else ""
     schemes = LINK_SCHEMES if in_zotero else LINK_SCHEMES - {"zotero"}
     try:
-        return note_markdown(html, 2, _image_writer(note, labels, in_zotero), schemes)
+        body = note_markdown(html, 2, _image_writer(note, labels, in_zotero), schemes)
     except Exception as exc:  # whatever one note holds, every other page is made
         reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         log.warning("note %s of %s is shown as plain text: %s", note.key, note.parent_key, reason[:200])
-        return plain_text(html)
+        body = plain_text(html)
+    return f"{body}\n\n{cut}" if cut else body
 
 
 def plain_text(html: str) -> str:
