@@ -408,9 +408,10 @@ class Store:
             " WHERE parent_key IS NOT NULL AND deleted = 0"
             " AND item_type IN ('annotation', 'attachment')"
         )
-        texts = self._db.execute(
-            "SELECT parent_key, json_extract(fields, '$.note') FROM items"
-            " WHERE item_type = 'note' AND parent_key IS NOT NULL AND deleted = 0"
+        texts = self._db.execute(  # the notes by the index, their text by key: no scan of `items`
+            "SELECT p.parent_key, json_extract(i.fields, '$.note')"
+            " FROM item_page AS p INDEXED BY item_page_children JOIN items AS i ON i.key = p.key"
+            " WHERE p.parent_key IS NOT NULL AND p.item_type = 'note' AND p.deleted = 0"
         )
         notes.update(parent for parent, html in texts if isinstance(html, str) and not blank_note(html))
         for key, parent, kind in rows:
