@@ -216,10 +216,17 @@ ANNOTATIONS_NOTE = (
 )
 
 
+REAL_NOTE = ROOT.parent / "shared" / "fixtures" / "zotero-notes" / "zotero-test-note.html"
+
+
 def links_library() -> list[dict]:
+    """A paper with a note of images and links into Zotero, an image annotation and, where the fixtures
+    are, Zotero's own "Add Note from Annotations" note (an image annotation, citations, highlights)."""
+    real = REAL_NOTE.read_text(encoding="utf-8") if REAL_NOTE.is_file() else "<p>no real note here</p>"
     return [
         api_item("PAPERAAA", "Images", url="https://a.example"),
         api_child("NQTEAAAA", "PAPERAAA", "note", title="", note=ANNOTATIONS_NOTE),
+        api_child("NQTEREAL", "PAPERAAA", "note", title="", note=real),
         api_pdf("PDFAAAAA", "PAPERAAA"),
         annotation(
             "ANNQIMGE",
@@ -240,6 +247,8 @@ def test_zotero_links_none_puts_no_zotero_link_on_a_note_page(tmp_path: Path, ru
     assert "Image  \narea comment" in page  # the note's image, as a word
     assert "(Lovelace 2023, p. 3)" in page  # the citation's words, no link
     assert "🟡 p. 1 Image" in page  # the image annotation
+    if REAL_NOTE.is_file():
+        assert "Image  \n(Emiralioğlu, 2019, p. 598) area comment" in page
     # a sync in which only the note changed remakes the page under the same setting
     edit_snapshot(tmp_path, edited_note("NQTEAAAA", ANNOTATIONS_NOTE + "<p>an edit</p>"))
     sync(run, config)
@@ -261,6 +270,8 @@ def test_zotero_links_local_keeps_the_links_into_zotero(tmp_path: Path, run) -> 
     assert "[Image](zotero://select/library/items/IMGEAAAA)" in page
     assert "[Lovelace 2023, p. 3](zotero://open-pdf/library/items/PDFAAAAA?page=3)" in page
     assert "[Image](zotero://open-pdf/library/items/PDFAAAAA?page=3&annotation=ANNQIMGE)" in page
+    if REAL_NOTE.is_file():
+        assert "[Image](zotero://select/library/items/UVUZDZL4)  \n(Emiralioğlu, 2019, p. 598)" in page
 
 
 # -- nested lists --------------------------------------------------------------------------------------
