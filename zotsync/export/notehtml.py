@@ -56,16 +56,18 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 # Text of these never reaches the page (markdownify drops script and style itself).
 _DROPPED = ("head", "title", "template", "noscript", "iframe", "object", "embed", "svg", "math", "audio")
 
-# Elements within elements a note may nest: markdownify takes about three Python frames for each, and
-# CommonMark renderers stop nesting blocks at about 20 (markdown-it's maxNesting).
+# Elements within elements a note may nest: markdownify takes about three Python frames for each (a
+# note nested 330 deep exhausted Python's recursion limit).
 MAX_DEPTH = 40
-# Lists and quotes within lists and quotes: each level is a level of the renderers' block nesting.
+# Lists and quotes within lists and quotes: a list is two levels of a renderer's block nesting (the
+# list, its item), and markdown-it stops nesting at 20 (its maxNesting).
 MAX_BLOCK_DEPTH = 8
 _BLOCK_NESTING = frozenset({"ul", "ol", "blockquote"})
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-# An `<ol start>` and a cell's `colspan` as markdownify may read them: ASCII digits, few enough that
-# a list's markers stay list markers (CommonMark reads at most 9 digits) and a row stays a row.
-_START = re.compile(r"[0-9]{1,6}")
+# An `<ol start>` and a cell's `colspan` as markdownify may read them: ASCII digits, few enough that a
+# row stays a row and an item's marker at most 7 wide ("99999. "), so that the lines nested in it are
+# indented at most 3 spaces past python-markdown's 4 (more would make them code).
+_START = re.compile(r"[0-9]{1,4}")
 _COLSPAN = re.compile(r"[1-9][0-9]{0,2}")
 _INDENT = 4  # python-markdown reads a line indented 4 spaces (its tab length) as nested in an item
 
