@@ -340,6 +340,29 @@ def test_nested_lists_in_a_note_nest_in_python_markdown_and_in_commonmark(tmp_pa
     assert "9. nine\n        10. ten" in body  # the list's own numbers
 
 
+EDITOR_SAMPLE = ROOT.parent / "shared" / "fixtures" / "zotero-notes" / "note-editor-index.dev.js"
+
+
+@pytest.mark.skipif(not EDITOR_SAMPLE.is_file(), reason="../shared/fixtures is absent")
+def test_the_note_editors_own_nested_lists_nest_in_both_renderers(tmp_path: Path) -> None:
+    from zotsync.export.notes import note_body
+    from zotsync.labels import labels_for
+    from zotsync.model import Item
+
+    # the note editor's development sample: its `html1` string, as Zotero's note editor writes notes
+    html = EDITOR_SAMPLE.read_text(encoding="utf-8").split("let html1 = `", 1)[1].split("`;", 1)[0]
+    note = Item("NQTEAAAA", 1, "note", parent_key="PAPERAAA", fields={"note": html})
+    body = note_body(note, labels_for("en"))
+    texts = ("List (supports any node)", "One", "Two", "Three", "Other")
+    written = nesting(html)
+    assert [written[text] for text in texts] == [("ul",), *[("ul", "ol")] * 4]
+    for renderer in (python_markdown, markdown_it):
+        found = nesting(renderer(body, tmp_path))
+        assert {text: found.get(text) for text in texts} == {text: written[text] for text in texts}, (
+            renderer.__name__
+        )
+
+
 # -- an empty note is no note --------------------------------------------------------------------------
 
 EMPTY_NOTES = (
