@@ -79,41 +79,59 @@ _HIDDEN = frozenset({"script", "style", "template", "title", "head"})
 
 
 class _NoteText(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, between: str = " ") -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self._hidden = 0
+        self._between = between
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _HIDDEN:
             self._hidden += 1
         elif tag in _BLOCKS:
-            self.parts.append(" ")
+            self.parts.append(self._between)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _BLOCKS:
-            self.parts.append(" ")
+            self.parts.append(self._between)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _HIDDEN:
             self._hidden = max(0, self._hidden - 1)
         elif tag in _BLOCKS:
-            self.parts.append(" ")
+            self.parts.append(self._between)
 
     def handle_data(self, data: str) -> None:
         if not self._hidden:
             self.parts.append(data)
 
 
-def note_text(html: str) -> str:
+def note_text(html: str, between: str = " ") -> str:
     """The text a reader sees of a note's HTML: its words, no markup; blocks (paragraphs, list items,
-    cells) apart, scripts and styles left out, entities decoded."""
+    cells) apart (`between` them), scripts and styles left out, entities decoded. Read as a stream,
+    without recursion, however deep the note nests."""
     if "<" not in html and "&" not in html:
         return html
-    parser = _NoteText()
+    parser = _NoteText(between)
     parser.feed(html)
     parser.close()
     return "".join(parser.parts)
+
+
+# A character a reader sees, outside tags: after the start or a `>`, past whitespace and entities (which
+# may be `&nbsp;`), a character that is neither. Most notes have one in their first words.
+_WORD = re.compile(r"(?:^|>)(?:\s|&#?\w+;)*[^\s<&]")
+_MEDIA = re.compile(r"<(?:img|video)\b", re.IGNORECASE)  # what a page shows of a note without words
+
+
+def blank_note(html: str) -> bool:
+    """Whether a note shows nothing: no words and no image (`<div class="zotero-note znv1"></div>`,
+    empty paragraphs, `&nbsp;`). A note that is blank gives no note page, 📝 or Note link. Quick for
+    the notes that have words (this runs over every note of the library): only a note without a word
+    outside its tags is read in full."""
+    if _WORD.search(html) or _MEDIA.search(html):
+        return False
+    return not note_text(html).strip()
 
 
 # -- the short index -----------------------------------------------------------------------------------

@@ -80,6 +80,8 @@ class Labels:
     page_label: str = "p. {page}"  # where an annotation is in its PDF; {page} is the page label
     image: str = "Image"  # what an image or ink annotation, or an image in a note, is called (not copied)
     ink: str = "Ink drawing"
+    # after a note longer than a page shows (notes.MAX_NOTE): {shown} and {size} count its HTML's characters
+    note_cut: str = "The note goes on in Zotero: this page shows the first {shown} of its {size} characters."
 
 
 # The templates and the placeholders each may use; other labels are written as they are.
@@ -90,6 +92,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "tags_summary": frozenset({"tags", "papers"}),
     "index_entries": frozenset({"entries", "read", "unread"}),
     "page_label": frozenset({"page"}),
+    "note_cut": frozenset({"shown", "size"}),
 }
 # A column of the Markdown page (`exports.columns`) → the label of its header.
 COLUMN_LABELS: dict[str, str] = {
@@ -175,6 +178,7 @@ BUILT_IN: dict[str, Labels] = {
         page_label="第 {page} 页",
         image="图片",
         ink="手绘",
+        note_cut="笔记在 Zotero 中还有后续：本页只显示其 {size} 个字符中的前 {shown} 个。",
         **_SHARED,
         **_MARKS,
     ),

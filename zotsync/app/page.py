@@ -72,7 +72,7 @@ def merge(
 
 def layout_of(config: Config) -> Layout:
     exports = config.exports
-    return Layout(exports.columns, exports.venue_length, exports.sortable)
+    return Layout(exports.columns, exports.venue_length, exports.sortable, exports.zotero_links)
 
 
 def rows_under(config: Config, catalogue: Catalogue, library: Library) -> tuple[Placement, ...]:

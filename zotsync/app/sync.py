@@ -170,7 +170,7 @@ def remake_note_pages(
             heads[notes.page_path(key)] = made_from[path]
     store.remember(export_record=None)  # as for a whole export: a run that stops leaves no claim behind
     with bulk_phase():
-        remade = list(notes.remade(heads, papers, config.exports.labels))
+        remade = list(notes.remade(heads, papers, config.exports.labels, config.exports.zotero_links))
         # Only these pages are the writer's to replace; every other file stays as the record has it.
         known = {path: files[path] for path in (prefix + f"{key}.md" for key in papers) if path in files}
         result = write_exports(config.exports.dir, [], remade, known)

@@ -23,6 +23,7 @@ class Layout:
     columns: tuple[str, ...] = COLUMNS  # the seed page's five
     venue_length: int = 0  # the longest venue shown whole; 0: every venue whole
     sortable: bool = False  # also write the sortable-tables script for a MkDocs site
+    zotero_links: str = "local"  # `exports.zotero_links`: only `local` puts zotero:// links on note pages
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,19 +15,28 @@ no renderer reads anything in it (no `--8<--` include, CriticMarkup or highlight
 block only where its fence stands at the left margin: not in a list, a quote, a link or emphasis), and
 is written as text otherwise. Spans (Zotero's
 highlights, citations and colours) are unwrapped first, so that text split across them is escaped as one.
+
+A link is a link only with a scheme the page may link to (`mdtext.LINK_SCHEMES`; `zotero:` only when
+the page links into Zotero): a relative one (`figure1.png`, `#results`, `/\\evil.example/`) points at
+nothing on the site, so it is written as text. A nested list is indented four spaces (at least its
+marker's width), which python-markdown (MkDocs) and CommonMark (GitHub) both read as nesting.
+
+A note nested deeper than MAX_DEPTH is refused (`TooDeep`): the conversion recurses once per element,
+and no note the editor writes nests a tenth as deep. Attributes are read only where they hold plain
+digits (an `<ol start>`, a cell's `colspan`), as markdownify would call int() on any other.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, Tag
 from markdownify import MarkdownConverter
 
 from ..text import strip_controls
-from .mdtext import fragment, link_target, safe_target
+from .mdtext import LINK_SCHEMES, fragment, link_target, safe_target
 
 # What a renderer reads even inside code: python-markdown's snippets (`--8<-- "file"` includes a file)
 # and CriticMarkup ({++ ++} and its kin) run before code is recognised; pymdownx.inlinehilite reads a
@@ -47,9 +56,34 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 # Text of these never reaches the page (markdownify drops script and style itself).
 _DROPPED = ("head", "title", "template", "noscript", "iframe", "object", "embed", "svg", "math", "audio")
 
+# Elements within elements a note may nest: markdownify takes about three Python frames for each (a
+# note nested 330 deep exhausted Python's recursion limit).
+MAX_DEPTH = 40
+# Lists and quotes within lists and quotes: a list is two levels of a renderer's block nesting (the
+# list, its item), and markdown-it stops nesting at 20 (its maxNesting).
+MAX_BLOCK_DEPTH = 8
+_BLOCK_NESTING = frozenset({"ul", "ol", "blockquote"})
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+# An `<ol start>` and a cell's `colspan` as markdownify may read them: ASCII digits, few enough that a
+# row stays a row and an item's marker at most 7 wide ("99999. "), so that the lines nested in it are
+# indented at most 3 spaces past python-markdown's 4 (more would make them code).
+_START = re.compile(r"[0-9]{1,4}")
+_COLSPAN = re.compile(r"[1-9][0-9]{0,2}")
+_INDENT = 4  # python-markdown reads a line indented 4 spaces (its tab length) as nested in an item
+
+
+class TooDeep(ValueError):
+    """A note nested deeper than a page shows: its page shows it as plain text."""
+
 
 class _NoteConverter(MarkdownConverter):
-    def __init__(self, headings_below: int, image: Callable[[str, str], str], **options: Any) -> None:
+    def __init__(
+        self,
+        headings_below: int,
+        image: Callable[[str, str], str],
+        schemes: Collection[str] = LINK_SCHEMES,
+        **options: Any,
+    ) -> None:
         super().__init__(
             heading_style="atx",
             bullets="-",
@@ -63,6 +97,8 @@ class _NoteConverter(MarkdownConverter):
         )
         self.headings_below = headings_below
         self.image = image
+        self.schemes = schemes
+        self.numbers: dict[int, int] = {}  # id() of each item of an ordered list → its number
 
     def escape(self, text: str, parent_tags: Any) -> str:
         return fragment(text)
@@ -79,9 +115,36 @@ class _NoteConverter(MarkdownConverter):
         if not href:
             return text
         target = link_target(href)
-        if not safe_target(target):
+        scheme = _SCHEME.match(target)
+        if scheme is not None and scheme.group(1).lower() == "zotero" and "zotero" not in self.schemes:
+            return text if label else fragment(href)  # an address only Zotero opens: its words alone
+        if scheme is None or scheme.group(1).lower() not in self.schemes or not safe_target(target):
             return f"{text} ({fragment(href)})" if label else fragment(href)
         return f"[{label or fragment(href)}]({target})"
+
+    def convert_li(self, el: Any, text: str, parent_tags: Any) -> str:
+        text = (text or "").strip()
+        if not text:
+            return "\n"
+        number = self.numbers.get(id(el))
+        bullet = "- " if number is None else f"{number}. "
+        indent = " " * max(_INDENT, len(bullet))
+        lines = text.split("\n")
+        rest = [indent + each if each else "" for each in lines[1:]]
+        # An item of paragraphs ends in a blank line, or python-markdown reads the next item into them.
+        return "\n".join([bullet + lines[0], *rest]) + ("\n\n" if "\n\n" in text else "\n")
+
+    def convert_blockquote(self, el: Any, text: str, parent_tags: Any) -> str:
+        quote = str(super().convert_blockquote(el, text, parent_tags))  # type: ignore[misc]
+        # python-markdown reads a quote in an item only after a blank line
+        return "\n" + quote if "li" in parent_tags and quote.strip() else quote
+
+    def convert_ol(self, el: Any, text: str, parent_tags: Any) -> str:
+        converted = str(self.convert_list(el, text, parent_tags))  # type: ignore[attr-defined]
+        first = next((self.numbers[id(item)] for item in el.find_all("li", recursive=False)), 1)
+        if "li" in parent_tags and first != 1:
+            return "\n" + converted  # CommonMark starts a list within a paragraph only at 1
+        return converted
 
     def convert_img(self, el: Any, text: str, parent_tags: Any) -> str:
         return self.image(str(el.get("data-attachment-key") or ""), str(el.get("src") or ""))
@@ -120,15 +183,61 @@ def code_span(text: str, in_cell: bool = False) -> str:
     return f"{fence}{padded}{fence}"
 
 
-def note_markdown(html: str, headings_below: int, image: Callable[[str, str], str]) -> str:
+def _plain_colspans(soup: BeautifulSoup) -> None:
+    """Drop each `colspan` that is no small number of ASCII digits: markdownify calls int() on whatever
+    str.isdigit() accepts (`²` fails, and so do 5,000 digits)."""
+    for cell in soup.find_all(["td", "th"], colspan=True):
+        if not _COLSPAN.fullmatch(str(cell["colspan"])):
+            del cell["colspan"]
+
+
+def _check_depth(soup: BeautifulSoup) -> None:
+    """Raise TooDeep when the note nests elements deeper than a page can show (walked without
+    recursion: the note may nest 100,000 deep)."""
+    stack: list[tuple[Tag, int, int]] = [(soup, 0, 0)]
+    while stack:
+        node, depth, blocks = stack.pop()
+        for child in node.children:
+            if isinstance(child, Tag):
+                nested = blocks + (child.name in _BLOCK_NESTING)
+                if depth + 1 > MAX_DEPTH or nested > MAX_BLOCK_DEPTH:
+                    raise TooDeep(
+                        f"it nests elements more than {MAX_DEPTH} deep, or lists and quotes more than "
+                        f"{MAX_BLOCK_DEPTH}"
+                    )
+                stack.append((child, depth + 1, nested))
+
+
+def _numbers(soup: BeautifulSoup) -> dict[int, int]:
+    """Each item of an ordered list → its number: from the list's `start` when that is plain digits."""
+    numbers: dict[int, int] = {}
+    for ordered in soup.find_all("ol"):
+        start = str(ordered.get("start") or "").strip()
+        first = int(start) if _START.fullmatch(start) else 1
+        items = ordered.find_all("li", recursive=False)
+        numbers.update((id(item), first + n) for n, item in enumerate(items))
+    return numbers
+
+
+def note_markdown(
+    html: str,
+    headings_below: int,
+    image: Callable[[str, str], str],
+    schemes: Collection[str] = LINK_SCHEMES,
+) -> str:
     """The note's HTML as Markdown, headings `headings_below` levels lower (a note's h1 under the page's
     own headings); `image(attachment_key, src)` writes an image (a link or a placeholder, never one
-    embedded)."""
+    embedded); a link is one only with a scheme of `schemes`. Raises TooDeep for a note nested deeper
+    than a page shows."""
     soup = BeautifulSoup(html, "html.parser")
+    _check_depth(soup)
     for tag in soup.find_all(_DROPPED):
         tag.decompose()
     for span in soup.find_all(["span", "font", "u", "mark", "abbr", "cite", "small", "big"]):
         span.unwrap()
     soup.smooth()  # text split by the spans above is one text node again
-    text = _NoteConverter(headings_below, image).convert_soup(soup)
+    _plain_colspans(soup)
+    converter = _NoteConverter(headings_below, image, schemes)
+    converter.numbers = _numbers(soup)
+    text = converter.convert_soup(soup)
     return _BLANK_LINES.sub("\n\n", text).strip("\n")

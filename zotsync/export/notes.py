@@ -9,22 +9,37 @@ one whose rows changed can keep every note page whose head and notes did not (`e
 
 Everything on the page is text as on the reading list (`mdtext`): the head's data and the annotations'
 text and comments are escaped; only the links, headings, quotes and lists are the page's own.
+
+One note never stops the list: a note the converter cannot read (nested deeper than a page shows) is
+shown on its page as plain text, with one warning; a note longer than MAX_NOTE is cut there, with a
+line (the label `note_cut`) that says so. With `exports.zotero_links` other than `local`, the
+body holds no `zotero://` link: an image of the note, an image annotation or a link of the note into
+Zotero is written as text (a reader of the site has no Zotero to open it).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import math
 import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from ..formats import Output
+from ..fulltext import note_text
 from ..labels import Labels
 from ..model import Item, Link, PaperNotes, Placement
 from .base import ExportInput, LinkPlan, link_labels
-from .mdtext import inline, line, link
+from .mdtext import LINK_SCHEMES, inline, line, link
+
+log = logging.getLogger("zotsync")
+
+# The characters of a note's HTML a page shows: its tree costs about 60 bytes a character while it is
+# converted (a 20 MB note took 1.3 GB), so a longer note is cut here, with a line that says so.
+MAX_NOTE = 2_000_000
 
 FOLDER = "notes"
 NOTE_LABEL = "Note"  # the label of the row's link to its note page, as the curator's own Note links have
@@ -132,12 +147,12 @@ def head(row: Placement, path: str, labels: Labels) -> str:
 # -- the body ------------------------------------------------------------------------------------------
 
 
-def page_text(page_head: str, notes: PaperNotes, labels: Labels) -> str:
-    """The whole note page: its head, then the notes and the annotations."""
-    from .notehtml import note_markdown  # markdownify and BeautifulSoup: imported only to make a page
-
+def page_text(page_head: str, notes: PaperNotes, labels: Labels, zotero_links: str = "local") -> str:
+    """The whole note page: its head, then the notes and the annotations. `zotero_links`: the
+    page's `exports.zotero_links` (only `local` links into Zotero)."""
+    in_zotero = zotero_links == "local"
     parts = [page_head.rstrip("\n")]
-    bodies = [note_markdown(note.get("note"), 2, _image_writer(note, labels)) for note in notes.notes]
+    bodies = [note_body(note, labels, in_zotero) for note in notes.notes]
     if any(bodies):
         parts.append(f"## {inline(labels.notes)}")
         parts.append("\n\n* * *\n\n".join(body for body in bodies if body))
@@ -146,14 +161,37 @@ def page_text(page_head: str, notes: PaperNotes, labels: Labels) -> str:
         for attachment, annotations in notes.annotated:
             title = inline(attachment.title) or inline(attachment.get("filename")) or inline(labels.link_pdf)
             parts.append(f"### {title}")
-            texts = [annotation_text(annotation, attachment, labels) for annotation in annotations]
+            texts = [annotation_text(annotation, attachment, labels, in_zotero) for annotation in annotations]
             parts += [text for text in texts if text]
     return "\n\n".join(parts) + "\n"
 
 
-def annotation_text(annotation: Item, attachment: Item, labels: Labels) -> str:
+def note_body(note: Item, labels: Labels, in_zotero: bool = True) -> str:
+    """One note as Markdown; a note the converter cannot read, as plain text with one warning."""
+    from .notehtml import note_markdown  # markdownify and BeautifulSoup: imported only to make a page
+
+    html, size = note.get("note"), len(note.get("note"))
+    if size > MAX_NOTE:  # cut before the tag that crosses the limit, so that no tag is split
+        html = html[: html.rfind("<", 0, MAX_NOTE + 1) if "<" in html[:MAX_NOTE] else MAX_NOTE]
+    cut = line(labels.note_cut.format(shown=f"{len(html):,}", size=f"{size:,}")) if size > MAX_NOTE else ""
+    schemes = LINK_SCHEMES if in_zotero else LINK_SCHEMES - {"zotero"}
+    try:
+        body = note_markdown(html, 2, _image_writer(note, labels, in_zotero), schemes)
+    except Exception as exc:  # whatever one note holds, every other page is made
+        reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        log.warning("note %s of %s is shown as plain text: %s", note.key, note.parent_key, reason[:200])
+        body = plain_text(html)
+    return f"{body}\n\n{cut}" if cut else body
+
+
+def plain_text(html: str) -> str:
+    """A note's words with no structure: one paragraph per block of its HTML, read without recursion."""
+    return "\n\n".join(line(each) for each in note_text(html, "\n").split("\n") if each.strip())
+
+
+def annotation_text(annotation: Item, attachment: Item, labels: Labels, in_zotero: bool = True) -> str:
     """One annotation: the highlighted or underlined text as a quote, then where it is (its colour, its
-    page label, what it is when it is no text), then its comment."""
+    page label, what it is when it is no text: a link into Zotero when `in_zotero`), then its comment."""
     kind = annotation.get("annotationType")
     where = [COLOUR_MARKS.get(annotation.get("annotationColor").lower(), "")]
     page = annotation.get("annotationPageLabel")
@@ -161,7 +199,7 @@ def annotation_text(annotation: Item, attachment: Item, labels: Labels) -> str:
         where.append(inline(labels.page_label.format(page=page)))
     if kind in ("image", "ink"):
         word = labels.image if kind == "image" else labels.ink
-        where.append(link(word, _open_in_zotero(annotation, attachment)))
+        where.append(link(word, _open_in_zotero(annotation, attachment)) if in_zotero else inline(word))
     blocks = []
     quoted = [line(text) for text in annotation.get("annotationText").splitlines()]
     if any(quoted):
@@ -179,20 +217,28 @@ def _open_in_zotero(annotation: Item, attachment: Item) -> str:
     """`zotero://open-pdf/…`: the attachment opened at the annotation (Zotero's reader scrolls to it)."""
     library = "library" if attachment.library_type != "group" else f"groups/{attachment.library_id}"
     target = f"zotero://open-pdf/{library}/items/{attachment.key}"
-    try:
-        position = json.loads(annotation.get("annotationPosition") or "{}")
-        page = int(position["pageIndex"]) + 1 if isinstance(position, dict) else None
-    except (ValueError, TypeError, KeyError):
-        page = None
+    page = _page_number(annotation.get("annotationPosition"))
     query = ([f"page={page}"] if page else []) + [f"annotation={annotation.key}"]
     return target + "?" + "&".join(query)
 
 
-def _image_writer(note: Item, labels: Labels) -> Callable[[str, str], str]:
+def _page_number(position: str) -> int | None:
+    """The page an annotation's position (JSON text) names, counted from 1; None when it names none a
+    PDF can have (1e400, true, a string, nesting 100,000 deep)."""
+    try:
+        index = json.loads(position or "{}").get("pageIndex")
+    except (ValueError, RecursionError, AttributeError):
+        return None
+    if isinstance(index, float) and math.isfinite(index) and index.is_integer():
+        index = int(index)
+    return index + 1 if type(index) is int and 0 <= index < 1_000_000 else None
+
+
+def _image_writer(note: Item, labels: Labels, in_zotero: bool = True) -> Callable[[str, str], str]:
     library = "library" if note.library_type != "group" else f"groups/{note.library_id}"
 
     def image(attachment_key: str, src: str) -> str:
-        if attachment_key:
+        if attachment_key and in_zotero:
             return link(labels.image, f"zotero://select/{library}/items/{attachment_key}")
         if src.startswith(("http://", "https://")):
             return link(labels.image, src)
@@ -207,7 +253,7 @@ def _image_writer(note: Item, labels: Labels) -> Callable[[str, str], str]:
 def outputs(given: ExportInput) -> Iterator[Output]:
     """Every note page of the plan: the unchanged ones kept (`ExportInput.unchanged`), the rest made
     from the notes the library holds for them."""
-    labels = given.page.labels
+    labels, zotero_links = given.page.labels, given.page.layout.zotero_links
     page_heads = heads(given) if given.note_heads is None else given.note_heads
     for path, page_head in sorted(page_heads.items()):
         if given.unchanged.get(path) == page_head:
@@ -215,15 +261,20 @@ def outputs(given: ExportInput) -> Iterator[Output]:
             continue
         notes = given.library.notes.get(posixpath.basename(path)[: -len(".md")])
         if notes:
-            yield Output(PurePosixPath(path), page_text(page_head, notes, labels), made_from=page_head)
+            text = page_text(page_head, notes, labels, zotero_links)
+            yield Output(PurePosixPath(path), text, made_from=page_head)
 
 
 def remade(
-    page_heads: Mapping[str, str], notes: Mapping[str, PaperNotes], labels: Labels
+    page_heads: Mapping[str, str],
+    notes: Mapping[str, PaperNotes],
+    labels: Labels,
+    zotero_links: str = "local",
 ) -> Iterator[Output]:
     """The note pages at `page_heads` (path → head, as the last export recorded them) made again from
     the papers' `notes` now: for a sync in which only notes changed, so the heads are as they were."""
     for path, page_head in sorted(page_heads.items()):
         paper = notes.get(posixpath.basename(path)[: -len(".md")])
         if paper:
-            yield Output(PurePosixPath(path), page_text(page_head, paper, labels), made_from=page_head)
+            text = page_text(page_head, paper, labels, zotero_links)
+            yield Output(PurePosixPath(path), text, made_from=page_head)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..facts import ItemFacts, stored_version
-from ..fulltext import Query
+from ..fulltext import Query, blank_note
 from ..model import CHILD_TYPES, Changes, Collection, Item, Library, PaperNotes
 from ..outputs import FileRecord
 from . import searchindex
@@ -107,7 +107,8 @@ def group_notes(items: Iterable[Item]) -> dict[str, PaperNotes]:
         if item.deleted or not item.parent_key:
             continue
         if item.item_type == "note":
-            notes.setdefault(item.parent_key, []).append(item)
+            if not blank_note(item.get("note")):  # an empty note shows nothing: no page for it
+                notes.setdefault(item.parent_key, []).append(item)
         elif item.item_type == "annotation":
             annotations.setdefault(item.parent_key, []).append(item)
         elif item.item_type == "attachment":
@@ -396,20 +397,25 @@ class Store:
     # -- notes and annotations ------------------------------------------------------------------
     @store_errors
     def papers_with_notes(self) -> set[str]:
-        """The items with a child note or an annotation in one of their attachments, none in the trash:
-        one pass over the children's index (`item_page_children`), joined here."""
+        """The items with a child note that is not blank or an annotation in one of their attachments,
+        none in the trash: one pass over the children's index (`item_page_children`), joined here, and
+        one over the notes' text."""
         notes: set[str] = set()
         attachments: dict[str, str] = {}
         annotated: set[str] = set()
         rows = self._db.execute(
             "SELECT key, parent_key, item_type FROM item_page INDEXED BY item_page_children"
             " WHERE parent_key IS NOT NULL AND deleted = 0"
-            " AND item_type IN ('note', 'annotation', 'attachment')"
+            " AND item_type IN ('annotation', 'attachment')"
         )
+        texts = self._db.execute(  # the notes by the index, their text by key: no scan of `items`
+            "SELECT p.parent_key, json_extract(i.fields, '$.note')"
+            " FROM item_page AS p INDEXED BY item_page_children JOIN items AS i ON i.key = p.key"
+            " WHERE p.parent_key IS NOT NULL AND p.item_type = 'note' AND p.deleted = 0"
+        )
+        notes.update(parent for parent, html in texts if isinstance(html, str) and not blank_note(html))
         for key, parent, kind in rows:
-            if kind == "note":
-                notes.add(parent)
-            elif kind == "annotation":
+            if kind == "annotation":
                 annotated.add(parent)
             else:
                 attachments[key] = parent
