@@ -201,7 +201,7 @@ def authors_cell(row: Placement, labels: Labels) -> str:
 _PROCEEDINGS = re.compile(r"^(?:Proceedings of (?:the )?)?(?:\d+(?:st|nd|rd|th) )?", re.IGNORECASE)
 
 
-_YEAR_AFTER = re.compile(r" · \d{4}$")
+_YEAR_AFTER = re.compile(r" · \d{4}\Z")
 
 
 def shorten(venue: str, longest: int) -> str:

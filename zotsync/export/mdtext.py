@@ -53,7 +53,7 @@ _ALWAYS = {
 _IN_CONTEXT = (
     r"\+\++|\+(?=/-)",  # keys (++ctrl++), CriticMarkup closers, smartsymbols (+/-)
     r"==+|=(?=/=)",  # mark (==x==), tabs (===), smartsymbols (=/=)
-    r":(?=[\w+-]+(?::|$))",  # emoji (:smile:), also when a template's `:` follows the text
+    r":(?=[\w+-]+(?::|\Z))",  # emoji (:smile:), also when a template's `:` follows the text
     # magiclink's bare links (http://, https://, ftp://, ftps://, www.)
     r":(?=//)(?:(?<=[hH][tT][tT][pP]:)|(?<=[hH][tT][tT][pP][sS]:)|(?<=[fF][tT][pP]:)|(?<=[fF][tT][pP][sS]:))",
     r"\.(?<=[wW][wW][wW]\.)",
@@ -75,9 +75,9 @@ _HEX_RUN = re.compile(r"[a-fA-F\d]{40}")
 _HEX_WORD = re.compile(r"(?<![^\W_])[a-fA-F\d](?=[a-fA-F\d]{39}(?![^\W_]))")
 # A line's first character: lists (- + 1. 1)), definitions (:), admonitions (!!!), details (???),
 # tabs (===); and `\[`, math when the line ends in `\]`.
-_LINE_START = re.compile(r"[-+:!?=]|\d+(?=[.)](?:\s|$))")
+_LINE_START = re.compile(r"[-+:!?=]|\d+(?=[.)](?:\s|\Z))")
 _BACKSLASHED = frozenset("-+.!()|")
-_LAST_BANG = re.compile(r"(?<!\\)(?:\\\\)*!$")  # a last `!` that no backslash escapes
+_LAST_BANG = re.compile(r"(?<!\\)(?:\\\\)*!\Z")  # a last `!` that no backslash escapes
 
 
 def _escape(char: str) -> str:
