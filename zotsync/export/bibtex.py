@@ -132,10 +132,17 @@ def _protect(text: str) -> str:
 
 
 def verbatim(text: str) -> str:
-    """A URL or DOI: written as it is (biblatex and the url package read it verbatim), with what would
-    break the value — braces, a backslash, spaces, `%` — percent-encoded."""
+    """A URL, DOI or arXiv id: written as it is (biblatex and the url package read it verbatim), with what
+    would break the value or make TeX read a command percent-encoded: braces, a backslash, spaces, `%`,
+    `^` (TeX reads `^^5c` as a backslash and `^^7b` as a brace wherever no verbatim reading is
+    guaranteed: natbib's styles write `\\doi{…}` and `\\url{…}` as plain arguments without the url package)
+    and `~` (active: a space there). Both encodings name the same URL; `#`, `&`, `$`, `_` stay, as
+    encoding them would change a URL, and none can make a command."""
     text = flatten(text).strip()
-    return re.sub(r"[{}\\ %]", lambda m: f"%{ord(m.group(0)):02X}", text)
+    return _NOT_VERBATIM.sub(lambda m: f"%{ord(m.group(0)):02X}", text)
+
+
+_NOT_VERBATIM = re.compile(r"[{}\\ %^~]")
 
 
 def names(creators: Sequence[Creator]) -> str:
@@ -157,9 +164,11 @@ _SPLITS = re.compile(r",|\band\b", re.IGNORECASE)
 
 # -- keys --------------------------------------------------------------------------------------------
 
-# A Better BibTeX key BibTeX and biber both read: printable ASCII without what ends or splits a key.
+# A Better BibTeX key BibTeX and biber both read: printable ASCII without what ends or splits a key,
+# nor what makes TeX read something else (`^^5c` is a backslash in `\bibitem{…}` and biblatex's
+# `\entry{…}`, `$` `&` switch modes).
 _VALID_KEY = re.compile(r"[!-~]+")
-_KEY_BREAKERS = re.compile(r"[,{}()=#%\"'\\~]")
+_KEY_BREAKERS = re.compile(r"[,{}()=#%\"'\\~^$&]")
 _STOP_WORDS = frozenset(
     [
         "a",
