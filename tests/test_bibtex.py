@@ -174,6 +174,36 @@ def test_better_bibtex_keys_win_and_every_key_is_unique(tmp_path: Path, run) -> 
     assert {k: as_text(e["title"]) for k, e in again.items()} == {**titles, "ma2020rammerb": "Rammer Again"}
 
 
+def test_a_papers_own_key_never_goes_to_another_paper(tmp_path: Path, run) -> None:
+    """A and B both carry `dup`, C carries `dupa`: before, B took `dupa` as its suffixed key and C got
+    `dupaa`, so `\\cite{dupa}` cited B. Every paper's own key is reserved before any suffix is given."""
+    objects = [
+        api_item(
+            "AAAA2222", "Paper A", date="2020", extra="Citation Key: dup", dateAdded="2020-01-01T00:00:00Z"
+        ),
+        api_item(
+            "BBBB2222", "Paper B", date="2020", extra="Citation Key: dup", dateAdded="2021-01-01T00:00:00Z"
+        ),
+        api_item(
+            "CCCC2222", "Paper C", date="2020", extra="Citation Key: dupa", dateAdded="2022-01-01T00:00:00Z"
+        ),
+        # generated keys too: two papers wanting `lovelace2020same`, a third whose own is `lovelace2020samea`
+        api_item("DDDD2222", "Same", date="2020", dateAdded="2020-01-01T00:00:00Z"),
+        api_item("EEEE2222", "Same", date="2020", dateAdded="2021-01-01T00:00:00Z"),
+        api_item("FFFF2222", "Samea", date="2020", dateAdded="2022-01-01T00:00:00Z"),
+    ]
+    entries = synced_bib(run, project_with(tmp_path, objects))
+    titles = {key: as_text(entry["title"]) for key, entry in entries.items()}
+    assert titles == {
+        "dup": "Paper A",
+        "dupa": "Paper C",
+        "dupb": "Paper B",
+        "lovelace2020same": "Same",
+        "lovelace2020samea": "Samea",
+        "lovelace2020sameb": "Same",
+    }
+
+
 def test_a_curated_entry_without_an_item_gets_a_key_from_its_own_fields(tmp_path: Path, run) -> None:
     config = project_with(
         tmp_path,

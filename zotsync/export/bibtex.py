@@ -262,21 +262,29 @@ def papers(rows: Sequence[Placement], items: dict[str, Item]) -> list[Paper]:
 
 
 def assign_keys(found: Sequence[Paper]) -> list[str]:
-    """A unique key per paper: Better BibTeX's keys first, then the generated ones, each group in order
-    of seniority; a key already taken gets the first free suffix (`a`, `b`, …)."""
+    """A unique key per paper. Every paper's own key is reserved first (Better BibTeX's, then the
+    generated ones, each group in order of seniority): the most senior paper wanting a key holds it.
+    Only then do the others get the first free suffix (`a`, `b`, …), among keys no paper holds, so a
+    suffix never takes another paper's own key (`dup`, `dup` and `dupa` give `dup`, `dupb`, `dupa`)."""
     wanted = [citation_key(p.item) for p in found]
     generated = [not key for key in wanted]
     for n, paper in enumerate(found):
         if generated[n]:
             wanted[n] = generated_key(_first_author(paper), _year(paper), paper.row.title)
-    taken: set[str] = set()
+    order = sorted(range(len(found)), key=lambda n: (generated[n], found[n].seniority))
     keys = [""] * len(found)
-    for n in sorted(range(len(found)), key=lambda n: (generated[n], found[n].seniority)):
-        key, count = wanted[n], 0
-        while key in taken:
-            key, count = wanted[n] + _suffix(count), count + 1
-        keys[n] = key
-        taken.add(key)
+    taken: set[str] = set()
+    for n in order:
+        if wanted[n] not in taken:
+            keys[n] = wanted[n]
+            taken.add(wanted[n])
+    for n in order:
+        if not keys[n]:
+            key, count = wanted[n], 0
+            while key in taken:
+                key, count = wanted[n] + _suffix(count), count + 1
+            keys[n] = key
+            taken.add(key)
     return keys
 
 
