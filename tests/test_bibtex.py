@@ -80,11 +80,11 @@ def test_the_demo_has_one_entry_per_paper_with_unique_keys(project: Path, run) -
     assert len(entries) == len(papers) == 64
     keys = [entry["ID"] for entry in entries]
     assert len(set(keys)) == len(keys) and keys == sorted(keys)
-    assert all(re.fullmatch(r"[a-z0-9]+", key) for key in keys)  # generated: authorYearWord
+    assert all(re.fullmatch(r"[a-z][A-Za-z0-9-]*", key) for key in keys)  # generated: BBT's default
     # every entry has a title; those Zotero dates have a year
     assert all(entry.get("title") for entry in entries)
     by_key = {entry["ID"]: entry for entry in entries}
-    tiramisu = by_key["baghdadi2019tiramisu"]
+    tiramisu = by_key["baghdadiTIRAMISUPolyhedralCompiler2019"]
     assert tiramisu["ENTRYTYPE"] == "inproceedings"
     assert tiramisu["author"].startswith("Baghdadi, Riyadh and Ray, Jessica")
     assert tiramisu["booktitle"].startswith("2019 IEEE/ACM International Symposium on Code Generation")
@@ -100,7 +100,7 @@ def test_a_paper_in_two_categories_is_one_entry(tmp_path: Path, run) -> None:
         "  - name: B\n    entries: [{title: Twice Placed}]\n",
     )
     entries = synced_bib(run, config)
-    assert list(entries) == ["lovelace2024twice"]
+    assert list(entries) == ["lovelaceTwicePlaced2024"]
     assert (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8").count("Twice Placed") == 2
 
 
@@ -133,16 +133,16 @@ def test_entry_types_and_venues_follow_the_item_type(tmp_path: Path, run) -> Non
         key: (e["ENTRYTYPE"], e.get("booktitle") or e.get("journal") or e.get("school") or "")
         for key, e in entries.items()
     }
-    assert kinds["lovelace2020conference"] == ("inproceedings", "Proceedings of OSDI")
-    assert kinds["lovelace2019journal"] == ("article", "TOPLAS")
-    assert kinds["lovelace2018thesis"] == ("phdthesis", "MIT")
-    assert kinds["lovelace2017master"] == ("mastersthesis", "ETH")
-    assert entries["lovelace2022report"]["ENTRYTYPE"] == "techreport"
-    assert entries["lovelace2022report"]["institution"] == "NVIDIA"
-    assert entries["lovelace2015book"]["ENTRYTYPE"] == "book"
-    assert entries["lovelace2021blog"]["ENTRYTYPE"] == "misc"
-    assert entries["lovelace2021blog"]["howpublished"] == "Some Blog"
-    preprint = entries["lovelace2024preprint"]
+    assert kinds["lovelaceConferencePaper2020"] == ("inproceedings", "Proceedings of OSDI")
+    assert kinds["lovelaceJournalArticle2019"] == ("article", "TOPLAS")
+    assert kinds["lovelaceThesisWork2018"] == ("phdthesis", "MIT")
+    assert kinds["lovelaceMasterWork2017"] == ("mastersthesis", "ETH")
+    assert entries["lovelaceReportWork2022"]["ENTRYTYPE"] == "techreport"
+    assert entries["lovelaceReportWork2022"]["institution"] == "NVIDIA"
+    assert entries["lovelaceBookWork2015"]["ENTRYTYPE"] == "book"
+    assert entries["lovelaceBlogPost2021"]["ENTRYTYPE"] == "misc"
+    assert entries["lovelaceBlogPost2021"]["howpublished"] == "Some Blog"
+    preprint = entries["lovelacePreprintPaper2024"]
     assert preprint["ENTRYTYPE"] == "misc"
     assert (preprint["eprint"], preprint["archiveprefix"]) == ("2401.01234", "arXiv")
     assert all(e["year"] for e in entries.values())
@@ -155,23 +155,30 @@ def test_better_bibtex_keys_win_and_every_key_is_unique(tmp_path: Path, run) -> 
     objects = [
         api_item("BBTK2222", "Has A Key", extra="Citation Key: smith2020keyed\nother: x", **same),
         api_item("BBTX2222", "Broken Key", extra="Citation Key: has space, comma", **same),
-        api_item("LDRR2222", "Rammer Compiler", **{**same, "dateAdded": "2020-01-01T00:00:00Z"}),
-        api_item("NEWR2222", "Rammer Revisited", **{**same, "dateAdded": "2023-01-01T00:00:00Z"}),
+        api_item("LDRR2222", "Rammer Compiler Design", **{**same, "dateAdded": "2020-01-01T00:00:00Z"}),
+        api_item(
+            "NEWR2222", "Rammer Compiler Design Revisited", **{**same, "dateAdded": "2023-01-01T00:00:00Z"}
+        ),
         api_item("DUPK2222", "Also Keyed", extra="Citation Key: smith2020keyed", **same),
     ]
     entries = synced_bib(run, project_with(tmp_path, objects))
     titles = {key: as_text(entry["title"]) for key, entry in entries.items()}
     assert titles["smith2020keyed"] in {"Has A Key", "Also Keyed"}
     assert {titles["smith2020keyed"], titles["smith2020keyeda"]} == {"Has A Key", "Also Keyed"}
-    assert titles["ma2020broken"] == "Broken Key"
-    assert titles["ma2020rammer"] == "Rammer Compiler"
-    assert titles["ma2020rammera"] == "Rammer Revisited"
+    assert titles["maBrokenKey2020"] == "Broken Key"
+    assert titles["maRammerCompilerDesign2020"] == "Rammer Compiler Design"
+    assert titles["maRammerCompilerDesign2020a"] == "Rammer Compiler Design Revisited"
 
     # a newer paper with the same author, year and first word: the older ones keep their keys
-    objects.append(api_item("NEWS2222", "Rammer Again", **{**same, "dateAdded": "2025-01-01T00:00:00Z"}))
+    objects.append(
+        api_item("NEWS2222", "Rammer Compiler Design Again", **{**same, "dateAdded": "2025-01-01T00:00:00Z"})
+    )
     write_json(tmp_path / "library.json", objects)
     again = synced_bib(run, tmp_path / "zotsync.yaml")
-    assert {k: as_text(e["title"]) for k, e in again.items()} == {**titles, "ma2020rammerb": "Rammer Again"}
+    assert {k: as_text(e["title"]) for k, e in again.items()} == {
+        **titles,
+        "maRammerCompilerDesign2020b": "Rammer Compiler Design Again",
+    }
 
 
 def test_a_papers_own_key_never_goes_to_another_paper(tmp_path: Path, run) -> None:
@@ -187,10 +194,10 @@ def test_a_papers_own_key_never_goes_to_another_paper(tmp_path: Path, run) -> No
         api_item(
             "CCCC2222", "Paper C", date="2020", extra="Citation Key: dupa", dateAdded="2022-01-01T00:00:00Z"
         ),
-        # generated keys too: two papers wanting `lovelace2020same`, a third whose own is `lovelace2020samea`
+        # generated keys too: two papers wanting `lovelaceSame2020`, a third whose own is `lovelaceSame2020a`
         api_item("DDDD2222", "Same", date="2020", dateAdded="2020-01-01T00:00:00Z"),
         api_item("EEEE2222", "Same", date="2020", dateAdded="2021-01-01T00:00:00Z"),
-        api_item("FFFF2222", "Samea", date="2020", dateAdded="2022-01-01T00:00:00Z"),
+        api_item("FFFF2222", "Other", date="2020", extra="Citation Key: lovelaceSame2020a"),
     ]
     entries = synced_bib(run, project_with(tmp_path, objects))
     titles = {key: as_text(entry["title"]) for key, entry in entries.items()}
@@ -198,9 +205,9 @@ def test_a_papers_own_key_never_goes_to_another_paper(tmp_path: Path, run) -> No
         "dup": "Paper A",
         "dupa": "Paper C",
         "dupb": "Paper B",
-        "lovelace2020same": "Same",
-        "lovelace2020samea": "Samea",
-        "lovelace2020sameb": "Same",
+        "lovelaceSame2020": "Same",
+        "lovelaceSame2020a": "Other",
+        "lovelaceSame2020b": "Same",
     }
 
 
@@ -212,8 +219,8 @@ def test_a_curated_entry_without_an_item_gets_a_key_from_its_own_fields(tmp_path
         "      - {title: 'The Unmatched Paper', venue: OSDI'20, year: '2020', url: 'https://example.org/p'}\n",
     )
     entries = synced_bib(run, config)
-    assert list(entries) == ["2020unmatched"]
-    entry = entries["2020unmatched"]
+    assert list(entries) == ["UnmatchedPaper2020"]
+    entry = entries["UnmatchedPaper2020"]
     assert (
         entry["ENTRYTYPE"] == "misc" and entry["year"] == "2020" and entry["url"] == "https://example.org/p"
     )

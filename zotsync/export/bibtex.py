@@ -8,10 +8,11 @@ braced special character (`{\\'e}`: what BibTeX sorts, purifies and abbreviates 
 non-ASCII text (CJK) as UTF-8, which biber reads and BibTeX passes through. Data is text: nothing in a
 title becomes a LaTeX command.
 
-Keys: the item's Better BibTeX citation key (`Citation Key: …` in `extra`) when it is one BibTeX can
-read, else `authorYearWord` (`ma2020rammer`) made from the first author's family name, the year and the
-first word of the title that is not a stop word. Keys are unique in the file: a key taken twice gets
-`a`, `b`, … in the order the papers came into Zotero (`dateAdded`, then the item key), so a new paper
+Keys: the item's Better BibTeX citation key (Zotero 7's `citationKey` field, else `Citation Key: …` in
+`extra`) when it is one BibTeX can read and TeX cannot be tricked by, else the key Better BibTeX's
+default formula gives (`auth.lower + shorttitle(3,3) + year`: `maRammerEnablingHolistic2020`). Keys are
+unique in the file: every paper's own key is reserved first; a key taken twice gets `a`, `b`, … in the
+order the papers came into Zotero (`dateAdded`, then the item key), so a new paper
 never changes the key of one already listed.
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from anyascii import anyascii
 from bibtexparser.bibdatabase import BibDatabase
 from bibtexparser.bwriter import BibTexWriter
 from bibtexparser.latexenc import unicode_to_latex_map
@@ -169,57 +171,63 @@ _SPLITS = re.compile(r",|\band\b", re.IGNORECASE)
 # `\entry{…}`, `$` `&` switch modes).
 _VALID_KEY = re.compile(r"[!-~]+")
 _KEY_BREAKERS = re.compile(r"[,{}()=#%\"'\\~^$&]")
-_STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "on",
-        "in",
-        "at",
-        "to",
-        "for",
-        "and",
-        "or",
-        "with",
-        "by",
-        "from",
-        "via",
-        "into",
-        "towards",
-        "toward",
-        "is",
-        "are",
-        "be",
-        "as",
-        "its",
-    ]
+# Better BibTeX's skip words (its `skipWords` preference, as it ships): not taken into a generated key.
+_BBT_SKIP_WORDS = (
+    "a,ab,aboard,about,above,across,after,against,al,along,amid,among,an,and,anti,around,as,at,before,"
+    "behind,below,beneath,beside,besides,between,beyond,but,by,d,da,das,de,del,dell,dello,dei,degli,della,"
+    "dell,delle,dem,den,der,des,despite,die,do,down,du,during,ein,eine,einem,einen,einer,eines,el,en,et,"
+    "except,for,from,gli,i,il,in,inside,into,is,l,la,las,le,les,like,lo,los,near,nor,of,off,on,onto,or,"
+    "over,past,per,plus,round,save,since,so,some,sur,than,the,through,to,toward,towards,un,una,unas,under,"
+    "underneath,une,unlike,uno,unos,until,up,upon,versus,via,von,while,with,within,without,yet,zu,zum"
 )
+_SKIP_WORDS = frozenset(_BBT_SKIP_WORDS.split(","))
 
 
 def citation_key(item: Item | None) -> str:
-    """The item's Better BibTeX key from `extra`, or "" when it has none BibTeX can read."""
-    key = item.extra_field("Citation Key") if item is not None else ""
-    return key if _VALID_KEY.fullmatch(key) and not _KEY_BREAKERS.search(key) else ""
+    """The item's Better BibTeX key: Zotero 7's own `citationKey` field, else `Citation Key:` in `extra`;
+    "" when it has none BibTeX can read and TeX cannot be tricked by."""
+    if item is None:
+        return ""
+    for key in (item.get("citationKey").strip(), item.extra_field("Citation Key")):
+        if key:
+            return key if _VALID_KEY.fullmatch(key) and not _KEY_BREAKERS.search(key) else ""
+    return ""
 
 
 def generated_key(family_name: str, year: str, title: str) -> str:
-    """`authorYearWord`, in ASCII letters and digits: `ma2020rammer`; `paper` when all three are empty."""
-    word = next((w for w in _words(title) if w not in _STOP_WORDS), "")
-    return (_ascii(family_name) + _ascii(year) + word) or "paper"
+    """Better BibTeX's default key, `auth.lower + shorttitle(3,3) + year`: the first author's family
+    name in lower case, the title's first three words that are not skip words (nor one letter), each
+    with a capital first letter, and the year, in ASCII (`maRammerCompilingDeep2020`; 张 gives `zhang`,
+    as BBT's transliteration does). A key never starts with a digit: `paper2020` when the name and the
+    title give no letter."""
+    author = anyascii(family_name).lower()
+    short = "".join(word[:1].upper() + word[1:] for word in _title_words(title)[:3])
+    key = _NOT_IN_KEY.sub("", author + short + year)
+    return key if key[:1].isalpha() else "paper" + key
 
 
-def _ascii(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.translate(_LIGATURES))
-    return re.sub(r"[^a-z0-9]", "", decomposed.casefold())
+_NOT_IN_KEY = re.compile(r"[^A-Za-z0-9-]+")
+# What Better BibTeX reads a title's words by: markup dropped, `/` and `:` split words, punctuation around
+# and inside a word dropped (dashes too: `tile-graph` is one word, `tilegraph`).
+_TITLE_MARKUP = re.compile(r"</?(?:i|b|sc|nc|code|span[^>]*)>|\"", re.IGNORECASE)
+_PUNCTUATION = frozenset(("Pd", "Pe", "Pf", "Pi", "Po", "Ps"))
 
 
-_LIGATURES = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "ł": "l", "Ł": "L"})
+def _title_words(title: str) -> list[str]:
+    words = []
+    for term in _TITLE_MARKUP.sub("", title).replace("/", " ").replace(":", " ").split():
+        word = "".join(c for c in term if unicodedata.category(c) not in _PUNCTUATION)
+        if not word or word.casefold() in _SKIP_WORDS:
+            continue
+        if len(word) == 1 and not word.isdigit() and not _CJK.match(word):
+            continue
+        word = anyascii(word)
+        if word and word.casefold() not in _SKIP_WORDS:
+            words.append(word)
+    return words
 
 
-def _words(title: str) -> list[str]:
-    return [w for w in (_ascii(part) for part in re.split(r"[\s\-–—:/]+", title)) if w]
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def _suffix(n: int) -> str:
