@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CHECKERS_REQUIRED, write_config
-from factories import api_item, write_json
+from factories import api_item, config_of, write_json
 
 # The file a hostile field would read: a message in the .log and a word in the PDF if it is read.
 SECRET = "zotsyncsecret"
@@ -49,6 +49,20 @@ def document(name: str, key: str) -> str:
     return f"\\documentclass{{article}}\n{preamble}\n{body}"
 
 
+def tex_tools(name: str) -> str:
+    """The document `name`'s bibliography program, once pdflatex, it and the package are found: else the
+    test skips (or fails, where .ci/run installed them)."""
+    backend, package, _, _ = DOCUMENTS[name]
+    missing = [tool for tool in ("pdflatex", "kpsewhich", backend) if shutil.which(tool) is None]
+    if not missing and not subprocess.run(["kpsewhich", package], capture_output=True, text=True).stdout:
+        missing.append(package)
+    if missing and CHECKERS_REQUIRED:
+        pytest.fail(f"{', '.join(missing)} missing, and ZOTSYNC_CHECKERS=required")
+    if missing:
+        pytest.skip(f"{', '.join(missing)} missing (.ci/run installs them)")
+    return backend
+
+
 def hostile_bib(folder: Path, run) -> Path:
     """catalog.bib of papers carrying the payload in their URL, DOI, arXiv id and Better BibTeX key."""
     objects = [
@@ -82,14 +96,7 @@ def hostile_bib(folder: Path, run) -> Path:
 def test_no_field_or_key_reads_a_file_into_the_pdf(tmp_path: Path, run, name: str) -> None:
     """One document per paper, citing it alone: TeX stops reading a bibliography at its first error, and
     each paper's payload must be read for the test to mean anything."""
-    backend, package, _, _ = DOCUMENTS[name]
-    missing = [tool for tool in ("pdflatex", "kpsewhich", backend) if shutil.which(tool) is None]
-    if not missing and not subprocess.run(["kpsewhich", package], capture_output=True, text=True).stdout:
-        missing.append(package)
-    if missing and CHECKERS_REQUIRED:
-        pytest.fail(f"{', '.join(missing)} missing, and ZOTSYNC_CHECKERS=required")
-    if missing:
-        pytest.skip(f"{', '.join(missing)} missing (.ci/run installs them)")
+    backend = tex_tools(name)
     bib = hostile_bib(tmp_path / "project", run)
     keys = re.findall(r"^@\w+\{(.*),$", bib.read_text(encoding="utf-8"), re.MULTILINE)
     assert len(keys) == 5
@@ -109,3 +116,20 @@ def test_no_field_or_key_reads_a_file_into_the_pdf(tmp_path: Path, run, name: st
         assert bbl.count("\\bibitem[" if backend == "bibtex" else "\\entry{") == 1, bbl
         if name != "natbib":  # without the url package, natbib's `\\url{…}` cannot typeset a `%`
             assert not re.search(r"^! ", log, re.MULTILINE), (key, log[-3000:])
+
+
+def test_bibtex_finds_every_venue_the_demos_entries_need(tmp_path: Path, project: Path, run) -> None:
+    """Before, six conference papers and a journal article of the demo had no venue in Zotero nor on the
+    page: BibTeX warned `empty booktitle` and `empty journal`. Each is a @misc now, which needs none."""
+    backend = tex_tools("natbib+url")
+    assert run("-q", "--config", config_of(project), "pull").code == 0
+    bib = run("--config", config_of(project), "export", "--format", "bib", "--output", "-")
+    assert bib.code == 0, bib.err
+    work = tmp_path / "latex"
+    work.mkdir()
+    (work / "catalog.bib").write_text(bib.out, encoding="utf-8")
+    (work / "paper.tex").write_text(document("natbib+url", "*"), encoding="utf-8")
+    subprocess.run(["pdflatex", "-interaction=nonstopmode", "paper.tex"], cwd=work, capture_output=True)
+    done = subprocess.run([backend, "paper"], cwd=work, capture_output=True, text=True)
+    assert (work / "paper.bbl").read_text(encoding="utf-8").count("\\bibitem[") == 64
+    assert not re.findall(r"Warning--empty (?:booktitle|journal) in \S+", done.stdout), done.stdout

@@ -211,6 +211,68 @@ def test_a_papers_own_key_never_goes_to_another_paper(tmp_path: Path, run) -> No
     }
 
 
+def test_a_published_venue_enrichment_found_reaches_the_entry(
+    tmp_path: Path, run, metadata_api, fake_time, monkeypatch
+) -> None:
+    """The page shows FlashAttention at NeurIPS'22 (DBLP knows its published version); the entry said
+    `@misc … howpublished = {arXiv}`. It cites the venue the page shows, and keeps the arXiv id."""
+    from factories import with_enrichment
+    from metadata_server import MetadataServer, Paper
+
+    monkeypatch.setattr(MetadataServer, "clock", fake_time)
+    title = "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness"
+    server = metadata_api(
+        Paper(
+            title,
+            ("Tri Dao", "Daniel Y. Fu"),
+            "2022",
+            "NeurIPS",
+            dblp="conf/nips/DaoFERR22",
+            arxiv="2205.14135",
+        )
+    )
+    creators = [
+        {"creatorType": "author", "firstName": "Tri", "lastName": "Dao"},
+        {"creatorType": "author", "firstName": "Daniel Y.", "lastName": "Fu"},
+    ]
+    preprint = api_item(
+        "FLSH2345",
+        title,
+        "preprint",
+        creators=creators,
+        date="2022-05-27",
+        repository="arXiv",
+        archiveID="arXiv:2205.14135",
+        url="https://arxiv.org/abs/2205.14135",
+    )
+    config = with_enrichment(project_with(tmp_path, [preprint]), server.endpoints(), deadline=600)
+    entries = synced_bib(run, config)
+    assert "| NeurIPS'22 |" in (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    (entry,) = entries.values()
+    assert entry["ENTRYTYPE"] == "inproceedings"
+    assert entry["booktitle"] == "NeurIPS'22" and "howpublished" not in entry
+    assert (entry["eprint"], entry["archiveprefix"]) == ("2205.14135", "arXiv")
+
+
+def test_an_entry_whose_type_needs_a_venue_the_page_lacks_is_a_misc(tmp_path: Path, run) -> None:
+    """A conference paper or journal article without a venue in Zotero or on the page: BibTeX warned of an
+    empty booktitle or journal. It is a @misc, which needs none; with a venue it keeps its type."""
+    config = project_with(
+        tmp_path,
+        [
+            api_item("NVNC2345", "No Venue Conference", "conferencePaper", date="2020"),
+            api_item("NVNJ2345", "No Venue Journal", date="2020"),
+            api_item("VNCF2345", "Venue Conference", "conferencePaper", date="2020", conferenceName="OSDI"),
+        ],
+    )
+    kinds = {key: entry["ENTRYTYPE"] for key, entry in synced_bib(run, config).items()}
+    assert kinds == {
+        "lovelaceVenueConference2020": "inproceedings",
+        "lovelaceNoVenueConference2020": "misc",
+        "lovelaceNoVenueJournal2020": "misc",
+    }
+
+
 def test_a_curated_entry_without_an_item_gets_a_key_from_its_own_fields(tmp_path: Path, run) -> None:
     config = project_with(
         tmp_path,
@@ -300,7 +362,8 @@ def test_bibtexparser_reads_back_every_entry_whatever_the_text(titles: list[str]
     for n, title in enumerate(titles):
         key = f"PRPT{n + 2}{n + 2}{n + 2}{n + 2}"
         creators = [{"creatorType": "author", "firstName": "A", "lastName": last}]
-        items.append(Item.from_api(api_item(key, title, creators=creators, url=f"https://x.org/{title}")))
+        data = dict(creators=creators, url=f"https://x.org/{title}", publicationTitle="J")
+        items.append(Item.from_api(api_item(key, title, **data)))
         rows.append(placement(title=title, zotero_key=key, url=f"https://x.org/{title}"))
     text = render_page("bib", Page("t", "", rows), Library(tuple(items)))
     entries = parse(text).entries

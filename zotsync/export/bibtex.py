@@ -31,7 +31,7 @@ from bibtexparser.latexenc import unicode_to_latex_map
 
 from .. import normalize
 from ..formats import Exporter, Needs, Output
-from ..model import Creator, Item, Placement
+from ..model import Creator, Item, Placement, is_preprint
 from ..reconcile.match import venue_year
 from ..text import flatten
 from .base import ExportInput
@@ -310,9 +310,7 @@ def _first_author(paper: Paper) -> str:
 def entry(paper: Paper) -> dict[str, str]:
     """The BibTeX fields of one paper (bibtexparser's form: `ENTRYTYPE` and the fields)."""
     item, row = paper.item, paper.row
-    kind = ENTRY_TYPES.get(item.item_type, "misc") if item is not None else "misc"
-    if kind == "phdthesis" and item is not None and "master" in item.get("thesisType").casefold():
-        kind = "mastersthesis"
+    kind, venue = kind_and_venue(paper)
     fields: dict[str, str] = {"ENTRYTYPE": kind}
     if item is not None:
         authors = [c for c in item.creators if c.creator_type == "author"]
@@ -325,10 +323,8 @@ def entry(paper: Paper) -> dict[str, str]:
         fields["author"] = " and ".join(_shown_name(name) for name in row.authors)
     if row.title.strip():
         fields["title"] = title_value(row.title)
-    venue_field, sources = VENUE_FIELD.get(kind, ("howpublished", ()))
-    venue = next((v for s in sources if item is not None and (v := item.get(s).strip())), "") or row.venue
     if venue.strip():
-        fields[venue_field] = latex(venue)
+        fields[VENUE_FIELD.get(kind, ("howpublished", ()))[0]] = latex(venue)
     if year := _year(paper):
         fields["year"] = latex(year)
     doi = normalize.doi_name(row.doi)
@@ -343,6 +339,33 @@ def entry(paper: Paper) -> dict[str, str]:
     if kind == "unpublished" and "note" not in fields:
         fields["note"] = "Unpublished"  # @unpublished requires a note
     return fields
+
+
+# The types BibTeX's styles cannot print without their venue (they warn of an empty journal or booktitle).
+_NEEDS_VENUE = frozenset({"article", "inproceedings", "incollection"})
+# Where a row's venue came from when it was neither Zotero nor the catalogue: a metadata service.
+_NOT_A_SERVICE = frozenset({"", "zotero", "curated"})
+# A published venue that names a journal (the entry is then an @article, else an @inproceedings).
+_JOURNAL = re.compile(r"\b(?:journal|transactions|letters|magazine|review)\b", re.IGNORECASE)
+
+
+def kind_and_venue(paper: Paper) -> tuple[str, str]:
+    """The entry type and its venue. The type is Zotero's item type's, the venue Zotero's own field for
+    it, else what the page shows. Two exceptions, so the entry says what the page says: a preprint whose
+    published venue a metadata service found cites that venue (`NeurIPS'22`, not `@misc … arXiv`), and
+    a type that needs a venue (@article, @inproceedings, @incollection) for a paper the page shows none
+    for is a @misc, which needs none."""
+    item, row = paper.item, paper.row
+    kind = ENTRY_TYPES.get(item.item_type, "misc") if item is not None else "misc"
+    if kind == "phdthesis" and item is not None and "master" in item.get("thesisType").casefold():
+        kind = "mastersthesis"
+    if kind == "misc" and row.venue_source not in _NOT_A_SERVICE and not is_preprint("", row.venue):
+        return ("article" if _JOURNAL.search(row.venue) else "inproceedings"), row.venue
+    sources = VENUE_FIELD.get(kind, ("howpublished", ()))[1]
+    venue = next((v for s in sources if item is not None and (v := item.get(s).strip())), "") or row.venue
+    if kind in _NEEDS_VENUE and not venue.strip():
+        return "misc", ""
+    return kind, venue
 
 
 def _shown_name(display: str) -> str:
