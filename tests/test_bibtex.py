@@ -273,6 +273,35 @@ def test_an_entry_whose_type_needs_a_venue_the_page_lacks_is_a_misc(tmp_path: Pa
     }
 
 
+def test_bib_scope_library_is_the_whole_library_under_the_pages_exclusions(tmp_path: Path, run) -> None:
+    """`exports.bib_scope: library` (for a thesis): every paper of the library, not only the curated
+    page's, and never one an excluded collection or tag keeps off the page. The page stays as it is."""
+    from factories import api_collection
+
+    objects = [
+        api_collection("TPCX2345", "Topic"),
+        api_collection("THRX2345", "Other"),
+        api_collection("PRVX2345", "Private"),
+        api_collection("RVWX2345", "Reviewing", parent="PRVX2345"),
+        api_item("TPCP2345", "On The Page", date="2020", collections=["TPCX2345"]),
+        api_item("THRP2345", "Elsewhere In The Library", date="2021", collections=["THRX2345"]),
+        api_item("NFLP2345", "Filed Nowhere", date="2022"),
+        api_item("PRVP2345", "Confidential Manuscript", date="2023", collections=["RVWX2345"]),
+        api_item("TGDP2345", "Still To Curate", date="2024", collections=["THRX2345"], tags=["to-curate"]),
+    ]
+    config = project_with(tmp_path, objects, "categories:\n  - name: Topic\n    entries: []\n")
+    settings = "  scope: curated\n  exclude_collections: [Private]\n  exclude_tags: [to-curate]\n"
+    config.write_text(config.read_text(encoding="utf-8") + settings, encoding="utf-8")
+    assert {as_text(e["title"]) for e in synced_bib(run, config).values()} == {"On The Page"}
+    page = (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    assert "On The Page" in page and "Elsewhere In The Library" not in page
+
+    config.write_text(config.read_text(encoding="utf-8") + "  bib_scope: library\n", encoding="utf-8")
+    titles = {as_text(e["title"]) for e in synced_bib(run, config).values()}
+    assert titles == {"On The Page", "Elsewhere In The Library", "Filed Nowhere"}
+    assert (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8") == page
+
+
 def test_a_curated_entry_without_an_item_gets_a_key_from_its_own_fields(tmp_path: Path, run) -> None:
     config = project_with(
         tmp_path,

@@ -35,6 +35,7 @@ MAX_DEADLINE = 86400.0
 SCOPES = ("library", "curated")
 ZOTERO_LINKS = ("local", "web", "none")
 SPLITS = ("none", "category")
+BIB_SCOPES = ("page", "library")  # exports.bib_scope: the page's papers, or the whole library's
 ALL_COLUMNS = tuple(COLUMN_LABELS)
 
 ENV_OVERRIDES = {
@@ -259,6 +260,12 @@ class ExportsConfig:
         False, "also write the vendored tablesort script for a MkDocs site: sortable tables"
     )
     notes: bool = flag(True, "a Markdown page per paper from its Zotero notes and annotations, linked to")
+    bib_scope: str = choice(
+        "page",
+        BIB_SCOPES,
+        "page: catalog.bib holds the page's papers; library: every paper of the library (for a thesis), "
+        "under the same exclusions",
+    )
 
 
 def _formats(reading: Reading, value: Any) -> tuple[str, ...]:

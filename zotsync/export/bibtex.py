@@ -406,7 +406,9 @@ def render_bibtex(rows: Sequence[Placement], items: Sequence[Item]) -> str:
 
 
 def _outputs(given: ExportInput) -> Iterator[Output]:
-    yield Output(PurePosixPath(EXPORTER.page), render_bibtex(given.page.rows, given.library.items))
+    page = given.page
+    rows = page.rows if page.library_rows is None else page.library_rows  # exports.bib_scope
+    yield Output(PurePosixPath(EXPORTER.page), render_bibtex(rows, given.library.items))
 
 
 EXPORTER = Exporter(
