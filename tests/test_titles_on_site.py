@@ -69,15 +69,21 @@ def catalogue(titles: tuple[str, ...]) -> str:
 
 def build_site(run, folder: Path) -> Path:
     """A site of every kind of page: the split list (index and a page per category), the note pages, the
-    tags page and CHANGES.md (a second sync, after the catalogue curated a second paper)."""
+    tags page and CHANGES.md (a second sync, after the catalogue curated a second paper), and the same
+    library as one page (`whole/catalog.md`, its categories as headings)."""
     settings = "  split: category\n  tags_page: true\n"
     config = snapshot_project(folder, hostile_library(), catalogue(HOSTILE[:1]), "docs/list", settings)
     assert run("-q", "--config", str(config), "sync").code == 0
     (folder / "catalog.yaml").write_text(catalogue(HOSTILE[:2]), encoding="utf-8")
     result = run("-q", "--config", str(config), "sync")
     assert result.code == 0, result.err
+    whole = snapshot_project(folder / "whole", hostile_library(), catalogue(HOSTILE), "../docs/whole")
+    result = run("-q", "--config", str(whole), "sync")
+    assert result.code == 0, result.err
     (folder / "mkdocs.yml").write_text(SITE, encoding="utf-8")
-    (folder / "docs" / "index.md").write_text("# Titles\n\n[The list](list/catalog.md)\n", encoding="utf-8")
+    (folder / "docs" / "index.md").write_text(
+        "# Titles\n\n[The list](list/catalog.md) · [On one page](whole/catalog.md)\n", encoding="utf-8"
+    )
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder / "site")],
         cwd=folder,
@@ -91,6 +97,7 @@ def build_site(run, folder: Path) -> Path:
 
 
 KINDS = {
+    "whole/catalog/index.html": "the list on one page",
     "list/catalog/index.html": "the index of the split list",
     "list/categories/": "a category's page",
     "list/notes/": "a note page",
