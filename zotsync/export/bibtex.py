@@ -197,7 +197,7 @@ def citation_key(item: Item | None) -> str:
 def generated_key(family_name: str, year: str, title: str) -> str:
     """Better BibTeX's default key, `auth.lower + shorttitle(3,3) + year`: the first author's family
     name in lower case, the title's first three words that are not skip words (nor one letter), each
-    with a capital first letter, and the year, in ASCII (`maRammerCompilingDeep2020`; 张 gives `zhang`,
+    with a capital first letter, and the year, in ASCII (`maRammerEnablingHolistic2020`; 张 gives `zhang`,
     as BBT's transliteration does). A key never starts with a digit: `paper2020` when the name and the
     title give no letter."""
     author = anyascii(family_name).lower()
