@@ -133,3 +133,13 @@ def test_a_store_from_before_gets_the_native_keys_after_its_upgrade(tmp_path: Pa
     assert set(bib_titles(run, config)) == {"native2021"}
     with Store(store, readonly=True) as opened:
         assert opened.schema_version == len(MIGRATIONS)
+
+
+def test_a_key_that_cannot_be_taken_is_said_in_one_line(tmp_path: Path, run) -> None:
+    objects = [api_item("BDNT2345", "Bad Key", date="2021", citationKey="key^^5cinput^^7bx^^7d")]
+    result = run("-q", "--config", str(snapshot_config(tmp_path, objects)), "sync")
+    assert result.code == 0
+    assert result.err.splitlines() == [
+        "zotsync: catalog.bib: item BDNT2345: the Better BibTeX key 'key^^5cinput^^7bx^^7d' is not one"
+        " BibTeX can read and TeX reads safely; cited as lovelaceBadKey2021"
+    ]

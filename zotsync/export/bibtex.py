@@ -18,6 +18,7 @@ never changes the key of one already listed.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -33,8 +34,11 @@ from .. import normalize
 from ..formats import Exporter, Needs, Output
 from ..model import Creator, Item, Placement, is_preprint
 from ..reconcile.match import venue_year
+from ..secrets import excerpt
 from ..text import flatten
 from .base import ExportInput
+
+log = logging.getLogger("zotsync")
 
 # Zotero item type → BibTeX entry type; any other type is @misc.
 ENTRY_TYPES = {
@@ -183,15 +187,16 @@ _BBT_SKIP_WORDS = (
 _SKIP_WORDS = frozenset(_BBT_SKIP_WORDS.split(","))
 
 
+def better_bibtex_key(item: Item | None) -> str:
+    """The key Better BibTeX gave the item: Zotero 7's own `citationKey` field, else `Citation Key:` in
+    `extra`; "" when it has neither."""
+    return (item.get("citationKey").strip() or item.extra_field("Citation Key")) if item is not None else ""
+
+
 def citation_key(item: Item | None) -> str:
-    """The item's Better BibTeX key: Zotero 7's own `citationKey` field, else `Citation Key:` in `extra`;
-    "" when it has none BibTeX can read and TeX cannot be tricked by."""
-    if item is None:
-        return ""
-    for key in (item.get("citationKey").strip(), item.extra_field("Citation Key")):
-        if key:
-            return key if _VALID_KEY.fullmatch(key) and not _KEY_BREAKERS.search(key) else ""
-    return ""
+    """The item's Better BibTeX key when it is one BibTeX can read and TeX cannot be tricked by, else ""."""
+    key = better_bibtex_key(item)
+    return key if _VALID_KEY.fullmatch(key) and not _KEY_BREAKERS.search(key) else ""
 
 
 def generated_key(family_name: str, year: str, title: str) -> str:
@@ -392,6 +397,15 @@ def render_bibtex(rows: Sequence[Placement], items: Sequence[Item]) -> str:
     by_key = {item.key: item for item in items}
     found = papers(rows, by_key)
     keys = assign_keys(found)
+    for paper, key in zip(found, keys, strict=True):  # a key Better BibTeX gave that could not be taken
+        if (refused := better_bibtex_key(paper.item)) and not citation_key(paper.item):
+            log.warning(
+                "catalog.bib: item %s: the Better BibTeX key %s is not one BibTeX can read and TeX reads"
+                " safely; cited as %s",
+                paper.row.zotero_key,
+                excerpt(repr(refused), 60),
+                key,
+            )
     database = BibDatabase()
     database.entries = sorted(
         ({"ID": key, **entry(paper)} for key, paper in zip(keys, found, strict=True)),
