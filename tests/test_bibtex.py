@@ -80,11 +80,11 @@ def test_the_demo_has_one_entry_per_paper_with_unique_keys(project: Path, run) -
     assert len(entries) == len(papers) == 64
     keys = [entry["ID"] for entry in entries]
     assert len(set(keys)) == len(keys) and keys == sorted(keys)
-    assert all(re.fullmatch(r"[a-z0-9]+", key) for key in keys)  # generated: authorYearWord
+    assert all(re.fullmatch(r"[a-z][A-Za-z0-9-]*", key) for key in keys)  # generated: BBT's default
     # every entry has a title; those Zotero dates have a year
     assert all(entry.get("title") for entry in entries)
     by_key = {entry["ID"]: entry for entry in entries}
-    tiramisu = by_key["baghdadi2019tiramisu"]
+    tiramisu = by_key["baghdadiTIRAMISUPolyhedralCompiler2019"]
     assert tiramisu["ENTRYTYPE"] == "inproceedings"
     assert tiramisu["author"].startswith("Baghdadi, Riyadh and Ray, Jessica")
     assert tiramisu["booktitle"].startswith("2019 IEEE/ACM International Symposium on Code Generation")
@@ -100,7 +100,7 @@ def test_a_paper_in_two_categories_is_one_entry(tmp_path: Path, run) -> None:
         "  - name: B\n    entries: [{title: Twice Placed}]\n",
     )
     entries = synced_bib(run, config)
-    assert list(entries) == ["lovelace2024twice"]
+    assert list(entries) == ["lovelaceTwicePlaced2024"]
     assert (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8").count("Twice Placed") == 2
 
 
@@ -133,16 +133,16 @@ def test_entry_types_and_venues_follow_the_item_type(tmp_path: Path, run) -> Non
         key: (e["ENTRYTYPE"], e.get("booktitle") or e.get("journal") or e.get("school") or "")
         for key, e in entries.items()
     }
-    assert kinds["lovelace2020conference"] == ("inproceedings", "Proceedings of OSDI")
-    assert kinds["lovelace2019journal"] == ("article", "TOPLAS")
-    assert kinds["lovelace2018thesis"] == ("phdthesis", "MIT")
-    assert kinds["lovelace2017master"] == ("mastersthesis", "ETH")
-    assert entries["lovelace2022report"]["ENTRYTYPE"] == "techreport"
-    assert entries["lovelace2022report"]["institution"] == "NVIDIA"
-    assert entries["lovelace2015book"]["ENTRYTYPE"] == "book"
-    assert entries["lovelace2021blog"]["ENTRYTYPE"] == "misc"
-    assert entries["lovelace2021blog"]["howpublished"] == "Some Blog"
-    preprint = entries["lovelace2024preprint"]
+    assert kinds["lovelaceConferencePaper2020"] == ("inproceedings", "Proceedings of OSDI")
+    assert kinds["lovelaceJournalArticle2019"] == ("article", "TOPLAS")
+    assert kinds["lovelaceThesisWork2018"] == ("phdthesis", "MIT")
+    assert kinds["lovelaceMasterWork2017"] == ("mastersthesis", "ETH")
+    assert entries["lovelaceReportWork2022"]["ENTRYTYPE"] == "techreport"
+    assert entries["lovelaceReportWork2022"]["institution"] == "NVIDIA"
+    assert entries["lovelaceBookWork2015"]["ENTRYTYPE"] == "book"
+    assert entries["lovelaceBlogPost2021"]["ENTRYTYPE"] == "misc"
+    assert entries["lovelaceBlogPost2021"]["howpublished"] == "Some Blog"
+    preprint = entries["lovelacePreprintPaper2024"]
     assert preprint["ENTRYTYPE"] == "misc"
     assert (preprint["eprint"], preprint["archiveprefix"]) == ("2401.01234", "arXiv")
     assert all(e["year"] for e in entries.values())
@@ -155,23 +155,151 @@ def test_better_bibtex_keys_win_and_every_key_is_unique(tmp_path: Path, run) -> 
     objects = [
         api_item("BBTK2222", "Has A Key", extra="Citation Key: smith2020keyed\nother: x", **same),
         api_item("BBTX2222", "Broken Key", extra="Citation Key: has space, comma", **same),
-        api_item("LDRR2222", "Rammer Compiler", **{**same, "dateAdded": "2020-01-01T00:00:00Z"}),
-        api_item("NEWR2222", "Rammer Revisited", **{**same, "dateAdded": "2023-01-01T00:00:00Z"}),
+        api_item("LDRR2222", "Rammer Compiler Design", **{**same, "dateAdded": "2020-01-01T00:00:00Z"}),
+        api_item(
+            "NEWR2222", "Rammer Compiler Design Revisited", **{**same, "dateAdded": "2023-01-01T00:00:00Z"}
+        ),
         api_item("DUPK2222", "Also Keyed", extra="Citation Key: smith2020keyed", **same),
     ]
     entries = synced_bib(run, project_with(tmp_path, objects))
     titles = {key: as_text(entry["title"]) for key, entry in entries.items()}
     assert titles["smith2020keyed"] in {"Has A Key", "Also Keyed"}
     assert {titles["smith2020keyed"], titles["smith2020keyeda"]} == {"Has A Key", "Also Keyed"}
-    assert titles["ma2020broken"] == "Broken Key"
-    assert titles["ma2020rammer"] == "Rammer Compiler"
-    assert titles["ma2020rammera"] == "Rammer Revisited"
+    assert titles["maBrokenKey2020"] == "Broken Key"
+    assert titles["maRammerCompilerDesign2020"] == "Rammer Compiler Design"
+    assert titles["maRammerCompilerDesign2020a"] == "Rammer Compiler Design Revisited"
 
     # a newer paper with the same author, year and first word: the older ones keep their keys
-    objects.append(api_item("NEWS2222", "Rammer Again", **{**same, "dateAdded": "2025-01-01T00:00:00Z"}))
+    objects.append(
+        api_item("NEWS2222", "Rammer Compiler Design Again", **{**same, "dateAdded": "2025-01-01T00:00:00Z"})
+    )
     write_json(tmp_path / "library.json", objects)
     again = synced_bib(run, tmp_path / "zotsync.yaml")
-    assert {k: as_text(e["title"]) for k, e in again.items()} == {**titles, "ma2020rammerb": "Rammer Again"}
+    assert {k: as_text(e["title"]) for k, e in again.items()} == {
+        **titles,
+        "maRammerCompilerDesign2020b": "Rammer Compiler Design Again",
+    }
+
+
+def test_a_papers_own_key_never_goes_to_another_paper(tmp_path: Path, run) -> None:
+    """A and B both carry `dup`, C carries `dupa`: before, B took `dupa` as its suffixed key and C got
+    `dupaa`, so `\\cite{dupa}` cited B. Every paper's own key is reserved before any suffix is given."""
+    objects = [
+        api_item(
+            "AAAA2222", "Paper A", date="2020", extra="Citation Key: dup", dateAdded="2020-01-01T00:00:00Z"
+        ),
+        api_item(
+            "BBBB2222", "Paper B", date="2020", extra="Citation Key: dup", dateAdded="2021-01-01T00:00:00Z"
+        ),
+        api_item(
+            "CCCC2222", "Paper C", date="2020", extra="Citation Key: dupa", dateAdded="2022-01-01T00:00:00Z"
+        ),
+        # generated keys too: two papers wanting `lovelaceSame2020`, a third whose own is `lovelaceSame2020a`
+        api_item("DDDD2222", "Same", date="2020", dateAdded="2020-01-01T00:00:00Z"),
+        api_item("EEEE2222", "Same", date="2020", dateAdded="2021-01-01T00:00:00Z"),
+        api_item("FFFF2222", "Other", date="2020", extra="Citation Key: lovelaceSame2020a"),
+    ]
+    entries = synced_bib(run, project_with(tmp_path, objects))
+    titles = {key: as_text(entry["title"]) for key, entry in entries.items()}
+    assert titles == {
+        "dup": "Paper A",
+        "dupa": "Paper C",
+        "dupb": "Paper B",
+        "lovelaceSame2020": "Same",
+        "lovelaceSame2020a": "Other",
+        "lovelaceSame2020b": "Same",
+    }
+
+
+def test_a_published_venue_enrichment_found_reaches_the_entry(
+    tmp_path: Path, run, metadata_api, fake_time, monkeypatch
+) -> None:
+    """The page shows FlashAttention at NeurIPS'22 (DBLP knows its published version); the entry said
+    `@misc … howpublished = {arXiv}`. It cites the venue the page shows, and keeps the arXiv id."""
+    from factories import with_enrichment
+    from metadata_server import MetadataServer, Paper
+
+    monkeypatch.setattr(MetadataServer, "clock", fake_time)
+    title = "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness"
+    server = metadata_api(
+        Paper(
+            title,
+            ("Tri Dao", "Daniel Y. Fu"),
+            "2022",
+            "NeurIPS",
+            dblp="conf/nips/DaoFERR22",
+            arxiv="2205.14135",
+        )
+    )
+    creators = [
+        {"creatorType": "author", "firstName": "Tri", "lastName": "Dao"},
+        {"creatorType": "author", "firstName": "Daniel Y.", "lastName": "Fu"},
+    ]
+    preprint = api_item(
+        "FLSH2345",
+        title,
+        "preprint",
+        creators=creators,
+        date="2022-05-27",
+        repository="arXiv",
+        archiveID="arXiv:2205.14135",
+        url="https://arxiv.org/abs/2205.14135",
+    )
+    config = with_enrichment(project_with(tmp_path, [preprint]), server.endpoints(), deadline=600)
+    entries = synced_bib(run, config)
+    assert "| NeurIPS'22 |" in (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    (entry,) = entries.values()
+    assert entry["ENTRYTYPE"] == "inproceedings"
+    assert entry["booktitle"] == "NeurIPS'22" and "howpublished" not in entry
+    assert (entry["eprint"], entry["archiveprefix"]) == ("2205.14135", "arXiv")
+
+
+def test_an_entry_whose_type_needs_a_venue_the_page_lacks_is_a_misc(tmp_path: Path, run) -> None:
+    """A conference paper or journal article without a venue in Zotero or on the page: BibTeX warned of an
+    empty booktitle or journal. It is a @misc, which needs none; with a venue it keeps its type."""
+    config = project_with(
+        tmp_path,
+        [
+            api_item("NVNC2345", "No Venue Conference", "conferencePaper", date="2020"),
+            api_item("NVNJ2345", "No Venue Journal", date="2020"),
+            api_item("VNCF2345", "Venue Conference", "conferencePaper", date="2020", conferenceName="OSDI"),
+        ],
+    )
+    kinds = {key: entry["ENTRYTYPE"] for key, entry in synced_bib(run, config).items()}
+    assert kinds == {
+        "lovelaceVenueConference2020": "inproceedings",
+        "lovelaceNoVenueConference2020": "misc",
+        "lovelaceNoVenueJournal2020": "misc",
+    }
+
+
+def test_bib_scope_library_is_the_whole_library_under_the_pages_exclusions(tmp_path: Path, run) -> None:
+    """`exports.bib_scope: library` (for a thesis): every paper of the library, not only the curated
+    page's, and never one an excluded collection or tag keeps off the page. The page stays as it is."""
+    from factories import api_collection
+
+    objects = [
+        api_collection("TPCX2345", "Topic"),
+        api_collection("THRX2345", "Other"),
+        api_collection("PRVX2345", "Private"),
+        api_collection("RVWX2345", "Reviewing", parent="PRVX2345"),
+        api_item("TPCP2345", "On The Page", date="2020", collections=["TPCX2345"]),
+        api_item("THRP2345", "Elsewhere In The Library", date="2021", collections=["THRX2345"]),
+        api_item("NFLP2345", "Filed Nowhere", date="2022"),
+        api_item("PRVP2345", "Confidential Manuscript", date="2023", collections=["RVWX2345"]),
+        api_item("TGDP2345", "Still To Curate", date="2024", collections=["THRX2345"], tags=["to-curate"]),
+    ]
+    config = project_with(tmp_path, objects, "categories:\n  - name: Topic\n    entries: []\n")
+    settings = "  scope: curated\n  exclude_collections: [Private]\n  exclude_tags: [to-curate]\n"
+    config.write_text(config.read_text(encoding="utf-8") + settings, encoding="utf-8")
+    assert {as_text(e["title"]) for e in synced_bib(run, config).values()} == {"On The Page"}
+    page = (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8")
+    assert "On The Page" in page and "Elsewhere In The Library" not in page
+
+    config.write_text(config.read_text(encoding="utf-8") + "  bib_scope: library\n", encoding="utf-8")
+    titles = {as_text(e["title"]) for e in synced_bib(run, config).values()}
+    assert titles == {"On The Page", "Elsewhere In The Library", "Filed Nowhere"}
+    assert (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8") == page
 
 
 def test_a_curated_entry_without_an_item_gets_a_key_from_its_own_fields(tmp_path: Path, run) -> None:
@@ -182,8 +310,8 @@ def test_a_curated_entry_without_an_item_gets_a_key_from_its_own_fields(tmp_path
         "      - {title: 'The Unmatched Paper', venue: OSDI'20, year: '2020', url: 'https://example.org/p'}\n",
     )
     entries = synced_bib(run, config)
-    assert list(entries) == ["2020unmatched"]
-    entry = entries["2020unmatched"]
+    assert list(entries) == ["UnmatchedPaper2020"]
+    entry = entries["UnmatchedPaper2020"]
     assert (
         entry["ENTRYTYPE"] == "misc" and entry["year"] == "2020" and entry["url"] == "https://example.org/p"
     )
@@ -263,7 +391,8 @@ def test_bibtexparser_reads_back_every_entry_whatever_the_text(titles: list[str]
     for n, title in enumerate(titles):
         key = f"PRPT{n + 2}{n + 2}{n + 2}{n + 2}"
         creators = [{"creatorType": "author", "firstName": "A", "lastName": last}]
-        items.append(Item.from_api(api_item(key, title, creators=creators, url=f"https://x.org/{title}")))
+        data = dict(creators=creators, url=f"https://x.org/{title}", publicationTitle="J")
+        items.append(Item.from_api(api_item(key, title, **data)))
         rows.append(placement(title=title, zotero_key=key, url=f"https://x.org/{title}"))
     text = render_page("bib", Page("t", "", rows), Library(tuple(items)))
     entries = parse(text).entries

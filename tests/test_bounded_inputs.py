@@ -355,6 +355,52 @@ def test_snapshot_writes_no_file_it_would_refuse_to_read_from_an_older_store(tmp
     assert not frozen.exists()
 
 
+# A key with a line break after it: `$` matches before a final newline, so `^…$` took "ABCD2345\n",
+# which gave `notes/ABCD2345\n.md`, a broken link and a broken anchor.
+def test_a_snapshot_key_with_a_trailing_newline_is_refused(tmp_path: Path, run) -> None:
+    snapshot = tmp_path / "library.json"
+    objects = load_snapshot(SEEDS / "zotero-library.json")
+    objects.append({"key": "ABCD2345\n", "version": 1, "data": {"itemType": "book", "title": "Odd"}})
+    snapshot.write_text(json.dumps(objects), encoding="utf-8")
+    result = run("-q", "--config", str(folder_with(tmp_path, snapshot=snapshot)), "sync")
+    assert result.code == 1
+    assert one_line(result.err) == (
+        f"zotsync: error: {snapshot}: item (without a valid key): 'key' is missing or {NOT_A_KEY}"
+    )
+    assert not (tmp_path / "exports").exists()
+
+
+@pytest.mark.parametrize("kind", ["item", "collection"])
+def test_a_zotero_database_key_with_a_trailing_newline_is_refused(tmp_path: Path, run, kind: str) -> None:
+    table = "items" if kind == "item" else "collections"
+    id_column = "itemID" if kind == "item" else "collectionID"
+    folder = damaged_database(
+        tmp_path,
+        f"UPDATE {table} SET key = 'ABCD2345' || char(10) "
+        f"WHERE {id_column} = (SELECT min({id_column}) FROM {table})",
+    )
+    result = run("-q", "--config", str(folder_with(tmp_path, snapshot=folder, kind="local")), "sync")
+    assert result.code == 1
+    assert one_line(result.err) == (
+        f"zotsync: error: {folder / 'zotero.sqlite'}: the {kind} key 'ABCD2345\\n' is {NOT_A_KEY}"
+    )
+
+
+def test_snapshot_refuses_a_stored_key_with_a_trailing_newline(tmp_path: Path, run) -> None:
+    import sqlite3
+
+    config = folder_with(tmp_path)
+    assert run("-q", "--config", str(config), "pull").code == 0
+    with sqlite3.connect(tmp_path / "store.sqlite") as db:
+        db.execute("UPDATE items SET key = 'AS5BSQEA' || char(10) WHERE key = 'AS5BSQEA'")
+    db.close()
+    frozen = tmp_path / "frozen.json"
+    result = run("-q", "--config", str(config), "snapshot", "--output", str(frozen))
+    assert result.code == 1
+    assert "the store holds the item key 'AS5BSQEA\\n'" in one_line(result.err)
+    assert not frozen.exists()
+
+
 # -- half an emoji ----------------------------------------------------------------------------------------
 
 HALF = "Half \ud83d an emoji"  # what JSON's "Half \ud83d an emoji" decodes to: no encoder can write it

@@ -36,6 +36,7 @@ SCOPES = ("library", "curated")
 ZOTERO_LINKS = ("local", "web", "none")
 SPLITS = ("none", "category")
 SITES = ("auto", "folder", "mkdocs")
+BIB_SCOPES = ("page", "library")  # exports.bib_scope: the page's papers, or the whole library's
 ALL_COLUMNS = tuple(COLUMN_LABELS)
 
 ENV_OVERRIDES = {
@@ -274,6 +275,12 @@ class ExportsConfig:
         "the https URL exports.dir is published at: the feed's links become absolute, with a rel=self "
         "link (default: mkdocs.yml's site_url, with exports.dir's path in its docs folder)",
         {"type": "string"},
+    )
+    bib_scope: str = choice(
+        "page",
+        BIB_SCOPES,
+        "page: catalog.bib holds the page's papers; library: every paper of the library (for a thesis), "
+        "under the same exclusions",
     )
 
 

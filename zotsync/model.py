@@ -49,7 +49,7 @@ PUBLISHER_FIELDS: dict[str, tuple[str, ...]] = {
 
 # An item or collection key as Zotero makes them: 8 characters, digits 2–9 and capitals without O (a
 # key that is not one would make a snapshot zotsync refuses to read back).
-ZOTERO_KEY = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}$")
+ZOTERO_KEY = re.compile(r"^[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}\Z")
 _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|2\d\d\d)(?!\d)")
 
 

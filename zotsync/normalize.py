@@ -9,8 +9,8 @@ import unicodedata
 _DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 _ARXIV_NEW = re.compile(r"(\d{4}\.\d{4,5})(?:v\d+)?", re.IGNORECASE)
 _ARXIV_OLD = re.compile(r"([a-z\-]+(?:\.[a-z]{2})?/\d{7})(?:v\d+)?", re.IGNORECASE)
-_ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
-_ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf|html)/([^?#]+?)(?:\.pdf)?/?(?:[?#].*)?$", re.IGNORECASE)
+_ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)\Z", re.IGNORECASE)
+_ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf|html)/([^?#]+?)(?:\.pdf)?/?(?:[?#].*)?\Z", re.IGNORECASE)
 _DASHES = dict.fromkeys(map(ord, "‐‑‒–—―−﹘﹣－"), "-")
 
 

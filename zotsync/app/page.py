@@ -62,11 +62,15 @@ def merge(
     library = processing.attach_all(library, derived)
     enriched = bool(library.derived.get(ENRICHMENT))
     reconciliation = reconcile(catalogue, library, options_of(config, links, enriched))
-    rows = page_rows(reconciliation.placements, scope_of(config, catalogue))
+    scope = scope_of(config, catalogue)
+    rows = page_rows(reconciliation.placements, scope)
     files = plan(config, rows, store if notes_plan else None)
     if files.notes:
         rows = tuple(notes.with_note_links(rows, files))
     page = Page(catalogue.title, catalogue.description, rows, config.exports.labels, layout_of(config))
+    if config.exports.bib_scope == "library":  # every paper, kept off only by the page's exclusions
+        everything = dataclasses.replace(scope, scope="library")
+        page = dataclasses.replace(page, library_rows=page_rows(reconciliation.placements, everything))
     return Merged(page, reconciliation, library, files, derived=derived)
 
 

@@ -35,6 +35,9 @@ class Page:
     rows: Sequence[Placement]
     labels: Labels = field(default_factory=labels_for)  # the page's own words
     layout: Layout = field(default_factory=Layout)
+    # The whole library's rows under the page's exclusions, for catalog.bib (`exports.bib_scope: library`);
+    # None: catalog.bib holds the page's papers.
+    library_rows: Sequence[Placement] | None = None
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")

@@ -8,31 +8,37 @@ braced special character (`{\\'e}`: what BibTeX sorts, purifies and abbreviates 
 non-ASCII text (CJK) as UTF-8, which biber reads and BibTeX passes through. Data is text: nothing in a
 title becomes a LaTeX command.
 
-Keys: the item's Better BibTeX citation key (`Citation Key: …` in `extra`) when it is one BibTeX can
-read, else `authorYearWord` (`ma2020rammer`) made from the first author's family name, the year and the
-first word of the title that is not a stop word. Keys are unique in the file: a key taken twice gets
-`a`, `b`, … in the order the papers came into Zotero (`dateAdded`, then the item key), so a new paper
+Keys: the item's Better BibTeX citation key (Zotero 7's `citationKey` field, else `Citation Key: …` in
+`extra`) when it is one BibTeX can read and TeX cannot be tricked by, else the key Better BibTeX's
+default formula gives (`auth.lower + shorttitle(3,3) + year`: `maRammerEnablingHolistic2020`). Keys are
+unique in the file: every paper's own key is reserved first; a key taken twice gets `a`, `b`, … in the
+order the papers came into Zotero (`dateAdded`, then the item key), so a new paper
 never changes the key of one already listed.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from anyascii import anyascii
 from bibtexparser.bibdatabase import BibDatabase
 from bibtexparser.bwriter import BibTexWriter
 from bibtexparser.latexenc import unicode_to_latex_map
 
 from .. import normalize
 from ..formats import Exporter, Needs, Output
-from ..model import Creator, Item, Placement
+from ..model import Creator, Item, Placement, is_preprint
 from ..reconcile.match import venue_year
+from ..secrets import excerpt
 from ..text import flatten
 from .base import ExportInput
+
+log = logging.getLogger("zotsync")
 
 # Zotero item type → BibTeX entry type; any other type is @misc.
 ENTRY_TYPES = {
@@ -132,10 +138,17 @@ def _protect(text: str) -> str:
 
 
 def verbatim(text: str) -> str:
-    """A URL or DOI: written as it is (biblatex and the url package read it verbatim), with what would
-    break the value — braces, a backslash, spaces, `%` — percent-encoded."""
+    """A URL, DOI or arXiv id: written as it is (biblatex and the url package read it verbatim), with what
+    would break the value or make TeX read a command percent-encoded: braces, a backslash, spaces, `%`,
+    `^` (TeX reads `^^5c` as a backslash and `^^7b` as a brace wherever no verbatim reading is
+    guaranteed: natbib's styles write `\\doi{…}` and `\\url{…}` as plain arguments without the url package)
+    and `~` (active: a space there). Both encodings name the same URL; `#`, `&`, `$`, `_` stay, as
+    encoding them would change a URL, and none can make a command."""
     text = flatten(text).strip()
-    return re.sub(r"[{}\\ %]", lambda m: f"%{ord(m.group(0)):02X}", text)
+    return _NOT_VERBATIM.sub(lambda m: f"%{ord(m.group(0)):02X}", text)
+
+
+_NOT_VERBATIM = re.compile(r"[{}\\ %^~]")
 
 
 def names(creators: Sequence[Creator]) -> str:
@@ -157,60 +170,69 @@ _SPLITS = re.compile(r",|\band\b", re.IGNORECASE)
 
 # -- keys --------------------------------------------------------------------------------------------
 
-# A Better BibTeX key BibTeX and biber both read: printable ASCII without what ends or splits a key.
+# A Better BibTeX key BibTeX and biber both read: printable ASCII without what ends or splits a key,
+# nor what makes TeX read something else (`^^5c` is a backslash in `\bibitem{…}` and biblatex's
+# `\entry{…}`, `$` `&` switch modes).
 _VALID_KEY = re.compile(r"[!-~]+")
-_KEY_BREAKERS = re.compile(r"[,{}()=#%\"'\\~]")
-_STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "on",
-        "in",
-        "at",
-        "to",
-        "for",
-        "and",
-        "or",
-        "with",
-        "by",
-        "from",
-        "via",
-        "into",
-        "towards",
-        "toward",
-        "is",
-        "are",
-        "be",
-        "as",
-        "its",
-    ]
+_KEY_BREAKERS = re.compile(r"[,{}()=#%\"'\\~^$&]")
+# Better BibTeX's skip words (its `skipWords` preference, as it ships): not taken into a generated key.
+_BBT_SKIP_WORDS = (
+    "a,ab,aboard,about,above,across,after,against,al,along,amid,among,an,and,anti,around,as,at,before,"
+    "behind,below,beneath,beside,besides,between,beyond,but,by,d,da,das,de,del,dell,dello,dei,degli,della,"
+    "dell,delle,dem,den,der,des,despite,die,do,down,du,during,ein,eine,einem,einen,einer,eines,el,en,et,"
+    "except,for,from,gli,i,il,in,inside,into,is,l,la,las,le,les,like,lo,los,near,nor,of,off,on,onto,or,"
+    "over,past,per,plus,round,save,since,so,some,sur,than,the,through,to,toward,towards,un,una,unas,under,"
+    "underneath,une,unlike,uno,unos,until,up,upon,versus,via,von,while,with,within,without,yet,zu,zum"
 )
+_SKIP_WORDS = frozenset(_BBT_SKIP_WORDS.split(","))
+
+
+def better_bibtex_key(item: Item | None) -> str:
+    """The key Better BibTeX gave the item: Zotero 7's own `citationKey` field, else `Citation Key:` in
+    `extra`; "" when it has neither."""
+    return (item.get("citationKey").strip() or item.extra_field("Citation Key")) if item is not None else ""
 
 
 def citation_key(item: Item | None) -> str:
-    """The item's Better BibTeX key from `extra`, or "" when it has none BibTeX can read."""
-    key = item.extra_field("Citation Key") if item is not None else ""
+    """The item's Better BibTeX key when it is one BibTeX can read and TeX cannot be tricked by, else ""."""
+    key = better_bibtex_key(item)
     return key if _VALID_KEY.fullmatch(key) and not _KEY_BREAKERS.search(key) else ""
 
 
 def generated_key(family_name: str, year: str, title: str) -> str:
-    """`authorYearWord`, in ASCII letters and digits: `ma2020rammer`; `paper` when all three are empty."""
-    word = next((w for w in _words(title) if w not in _STOP_WORDS), "")
-    return (_ascii(family_name) + _ascii(year) + word) or "paper"
+    """Better BibTeX's default key, `auth.lower + shorttitle(3,3) + year`: the first author's family
+    name in lower case, the title's first three words that are not skip words (nor one letter), each
+    with a capital first letter, and the year, in ASCII (`maRammerEnablingHolistic2020`; 张 gives `zhang`,
+    as BBT's transliteration does). A key never starts with a digit: `paper2020` when the name and the
+    title give no letter."""
+    author = anyascii(family_name).lower()
+    short = "".join(word[:1].upper() + word[1:] for word in _title_words(title)[:3])
+    key = _NOT_IN_KEY.sub("", author + short + year)
+    return key if key[:1].isalpha() else "paper" + key
 
 
-def _ascii(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.translate(_LIGATURES))
-    return re.sub(r"[^a-z0-9]", "", decomposed.casefold())
+_NOT_IN_KEY = re.compile(r"[^A-Za-z0-9-]+")
+# What Better BibTeX reads a title's words by: markup dropped, `/` and `:` split words, punctuation around
+# and inside a word dropped (dashes too: `tile-graph` is one word, `tilegraph`).
+_TITLE_MARKUP = re.compile(r"</?(?:i|b|sc|nc|code|span[^>]*)>|\"", re.IGNORECASE)
+_PUNCTUATION = frozenset(("Pd", "Pe", "Pf", "Pi", "Po", "Ps"))
 
 
-_LIGATURES = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "ł": "l", "Ł": "L"})
+def _title_words(title: str) -> list[str]:
+    words = []
+    for term in _TITLE_MARKUP.sub("", title).replace("/", " ").replace(":", " ").split():
+        word = "".join(c for c in term if unicodedata.category(c) not in _PUNCTUATION)
+        if not word or word.casefold() in _SKIP_WORDS:
+            continue
+        if len(word) == 1 and not word.isdigit() and not _CJK.match(word):
+            continue
+        word = anyascii(word)
+        if word and word.casefold() not in _SKIP_WORDS:
+            words.append(word)
+    return words
 
 
-def _words(title: str) -> list[str]:
-    return [w for w in (_ascii(part) for part in re.split(r"[\s\-–—:/]+", title)) if w]
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def _suffix(n: int) -> str:
@@ -253,21 +275,29 @@ def papers(rows: Sequence[Placement], items: dict[str, Item]) -> list[Paper]:
 
 
 def assign_keys(found: Sequence[Paper]) -> list[str]:
-    """A unique key per paper: Better BibTeX's keys first, then the generated ones, each group in order
-    of seniority; a key already taken gets the first free suffix (`a`, `b`, …)."""
+    """A unique key per paper. Every paper's own key is reserved first (Better BibTeX's, then the
+    generated ones, each group in order of seniority): the most senior paper wanting a key holds it.
+    Only then do the others get the first free suffix (`a`, `b`, …), among keys no paper holds, so a
+    suffix never takes another paper's own key (`dup`, `dup` and `dupa` give `dup`, `dupb`, `dupa`)."""
     wanted = [citation_key(p.item) for p in found]
     generated = [not key for key in wanted]
     for n, paper in enumerate(found):
         if generated[n]:
             wanted[n] = generated_key(_first_author(paper), _year(paper), paper.row.title)
-    taken: set[str] = set()
+    order = sorted(range(len(found)), key=lambda n: (generated[n], found[n].seniority))
     keys = [""] * len(found)
-    for n in sorted(range(len(found)), key=lambda n: (generated[n], found[n].seniority)):
-        key, count = wanted[n], 0
-        while key in taken:
-            key, count = wanted[n] + _suffix(count), count + 1
-        keys[n] = key
-        taken.add(key)
+    taken: set[str] = set()
+    for n in order:
+        if wanted[n] not in taken:
+            keys[n] = wanted[n]
+            taken.add(wanted[n])
+    for n in order:
+        if not keys[n]:
+            key, count = wanted[n], 0
+            while key in taken:
+                key, count = wanted[n] + _suffix(count), count + 1
+            keys[n] = key
+            taken.add(key)
     return keys
 
 
@@ -285,9 +315,7 @@ def _first_author(paper: Paper) -> str:
 def entry(paper: Paper) -> dict[str, str]:
     """The BibTeX fields of one paper (bibtexparser's form: `ENTRYTYPE` and the fields)."""
     item, row = paper.item, paper.row
-    kind = ENTRY_TYPES.get(item.item_type, "misc") if item is not None else "misc"
-    if kind == "phdthesis" and item is not None and "master" in item.get("thesisType").casefold():
-        kind = "mastersthesis"
+    kind, venue = kind_and_venue(paper)
     fields: dict[str, str] = {"ENTRYTYPE": kind}
     if item is not None:
         authors = [c for c in item.creators if c.creator_type == "author"]
@@ -300,10 +328,8 @@ def entry(paper: Paper) -> dict[str, str]:
         fields["author"] = " and ".join(_shown_name(name) for name in row.authors)
     if row.title.strip():
         fields["title"] = title_value(row.title)
-    venue_field, sources = VENUE_FIELD.get(kind, ("howpublished", ()))
-    venue = next((v for s in sources if item is not None and (v := item.get(s).strip())), "") or row.venue
     if venue.strip():
-        fields[venue_field] = latex(venue)
+        fields[VENUE_FIELD.get(kind, ("howpublished", ()))[0]] = latex(venue)
     if year := _year(paper):
         fields["year"] = latex(year)
     doi = normalize.doi_name(row.doi)
@@ -318,6 +344,33 @@ def entry(paper: Paper) -> dict[str, str]:
     if kind == "unpublished" and "note" not in fields:
         fields["note"] = "Unpublished"  # @unpublished requires a note
     return fields
+
+
+# The types BibTeX's styles cannot print without their venue (they warn of an empty journal or booktitle).
+_NEEDS_VENUE = frozenset({"article", "inproceedings", "incollection"})
+# Where a row's venue came from when it was neither Zotero nor the catalogue: a metadata service.
+_NOT_A_SERVICE = frozenset({"", "zotero", "curated"})
+# A published venue that names a journal (the entry is then an @article, else an @inproceedings).
+_JOURNAL = re.compile(r"\b(?:journal|transactions|letters|magazine|review)\b", re.IGNORECASE)
+
+
+def kind_and_venue(paper: Paper) -> tuple[str, str]:
+    """The entry type and its venue. The type is Zotero's item type's, the venue Zotero's own field for
+    it, else what the page shows. Two exceptions, so the entry says what the page says: a preprint whose
+    published venue a metadata service found cites that venue (`NeurIPS'22`, not `@misc … arXiv`), and
+    a type that needs a venue (@article, @inproceedings, @incollection) for a paper the page shows none
+    for is a @misc, which needs none."""
+    item, row = paper.item, paper.row
+    kind = ENTRY_TYPES.get(item.item_type, "misc") if item is not None else "misc"
+    if kind == "phdthesis" and item is not None and "master" in item.get("thesisType").casefold():
+        kind = "mastersthesis"
+    if kind == "misc" and row.venue_source not in _NOT_A_SERVICE and not is_preprint("", row.venue):
+        return ("article" if _JOURNAL.search(row.venue) else "inproceedings"), row.venue
+    sources = VENUE_FIELD.get(kind, ("howpublished", ()))[1]
+    venue = next((v for s in sources if item is not None and (v := item.get(s).strip())), "") or row.venue
+    if kind in _NEEDS_VENUE and not venue.strip():
+        return "misc", ""
+    return kind, venue
 
 
 def _shown_name(display: str) -> str:
@@ -344,6 +397,15 @@ def render_bibtex(rows: Sequence[Placement], items: Sequence[Item]) -> str:
     by_key = {item.key: item for item in items}
     found = papers(rows, by_key)
     keys = assign_keys(found)
+    for paper, key in zip(found, keys, strict=True):  # a key Better BibTeX gave that could not be taken
+        if (refused := better_bibtex_key(paper.item)) and not citation_key(paper.item):
+            log.warning(
+                "catalog.bib: item %s: the Better BibTeX key %s is not one BibTeX can read and TeX reads"
+                " safely; cited as %s",
+                paper.row.zotero_key,
+                excerpt(repr(refused), 60),
+                key,
+            )
     database = BibDatabase()
     database.entries = sorted(
         ({"ID": key, **entry(paper)} for key, paper in zip(keys, found, strict=True)),
@@ -358,7 +420,9 @@ def render_bibtex(rows: Sequence[Placement], items: Sequence[Item]) -> str:
 
 
 def _outputs(given: ExportInput) -> Iterator[Output]:
-    yield Output(PurePosixPath(EXPORTER.page), render_bibtex(given.page.rows, given.library.items))
+    page = given.page
+    rows = page.rows if page.library_rows is None else page.library_rows  # exports.bib_scope
+    yield Output(PurePosixPath(EXPORTER.page), render_bibtex(rows, given.library.items))
 
 
 EXPORTER = Exporter(

@@ -27,7 +27,7 @@ from ..labels import COLUMN_LABELS, COLUMNS, Labels, labels_for
 from ..model import ZOTERO_KEY, Placement
 from . import notes
 from .base import ExportInput, Layout, LinkPlan, link_labels
-from .mdtext import cell, inline, line, link
+from .mdtext import cell, heading, inline, line, link
 
 PAGE = "catalog.md"
 # The Why cell of a row without a curated why shows the item's tags; past this many it says how many
@@ -57,7 +57,7 @@ def render_markdown(
     encoded = ["\n\n".join(parts).encode("utf-8", "replace")]
     table = Table.of(labels, layout, here)
     for category, group in groupby(rows, key=lambda row: row.category):
-        encoded.append(f"## {inline(category)}\n\n{table.render(group)}".encode("utf-8", "replace"))
+        encoded.append(f"## {heading(category)}\n\n{table.render(group)}".encode("utf-8", "replace"))
     # The final newline joins the last part, not the whole page: `join(…) + b"\n"` copied it once more.
     encoded[-1] += b"\n"
     return b"\n\n".join(encoded)
@@ -65,7 +65,7 @@ def render_markdown(
 
 def page_top(title: str, description: str, rows: Sequence[Placement], labels: Labels) -> list[str]:
     """The top of the page (or of the index page): the title, the description if any, the summary."""
-    parts = [f"# {inline(title) or inline(labels.title)}"]
+    parts = [f"# {heading(title) or heading(labels.title)}"]
     if description := line(description):
         parts.append(description)
     parts.append(summary(rows, labels))
@@ -201,7 +201,7 @@ def authors_cell(row: Placement, labels: Labels) -> str:
 _PROCEEDINGS = re.compile(r"^(?:Proceedings of (?:the )?)?(?:\d+(?:st|nd|rd|th) )?", re.IGNORECASE)
 
 
-_YEAR_AFTER = re.compile(r" · \d{4}$")
+_YEAR_AFTER = re.compile(r" · \d{4}\Z")
 
 
 def shorten(venue: str, longest: int) -> str:
@@ -262,7 +262,7 @@ def render_split(
         items.append(f"- {link(category, LinkPlan.href(PAGE, here))} — {counts}")
         back = link(title or labels.title, LinkPlan.href(here, PAGE))
         table = Table.of(labels, layout, here)
-        text = f"# {inline(category)}\n\n{back} · {summary(placed, labels)}\n\n{table.render(placed)}\n"
+        text = f"# {heading(category)}\n\n{back} · {summary(placed, labels)}\n\n{table.render(placed)}\n"
         pages.append(Output(PurePosixPath(here), text))
     if items:
         index.append("\n".join(items))
@@ -292,13 +292,16 @@ def render_tags(title: str, rows: Sequence[Placement], labels: Labels, plan: Lin
     for key, placed in papers.items():
         for tag in placed[0].tags:
             by_tag.setdefault(tag, []).append(key)
-    heading = f"{labels.tags_title} · {title}" if title else labels.tags_title
-    parts = [f"# {inline(heading)}", line(labels.tags_summary.format(tags=len(by_tag), papers=len(papers)))]
+    title_line = f"{labels.tags_title} · {title}" if title else labels.tags_title
+    parts = [
+        f"# {heading(title_line)}",
+        line(labels.tags_summary.format(tags=len(by_tag), papers=len(papers))),
+    ]
     for tag in sorted(by_tag, key=lambda t: (t.casefold(), t)):
         entries = "\n".join(
             f"- {link(papers[key][0].title or labels.no_title, '#' + key)}" for key in by_tag[tag]
         )
-        parts.append(f'## <a id="{tag_anchor(tag)}"></a>{inline(tag)}\n\n{entries}')
+        parts.append(f'## <a id="{tag_anchor(tag)}"></a>{heading(tag)}\n\n{entries}')
     listed = []
     for key, placed in papers.items():
         first = placed[0]
@@ -311,7 +314,7 @@ def render_tags(title: str, rows: Sequence[Placement], labels: Labels, plan: Lin
             f'- <a id="{key}"></a>{inline(first.title) or inline(labels.no_title)} — {where} — {tags}'
         )
     if listed:
-        parts.append(f"## {inline(labels.tags_papers)}\n\n" + "\n".join(listed))
+        parts.append(f"## {heading(labels.tags_papers)}\n\n" + "\n".join(listed))
     return "\n\n".join(parts) + "\n"
 
 

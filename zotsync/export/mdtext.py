@@ -20,6 +20,7 @@ A curator's links are links (`link`), with targets that could run code written a
 from __future__ import annotations
 
 import functools
+import html
 import re
 from collections.abc import Callable
 
@@ -53,7 +54,7 @@ _ALWAYS = {
 _IN_CONTEXT = (
     r"\+\++|\+(?=/-)",  # keys (++ctrl++), CriticMarkup closers, smartsymbols (+/-)
     r"==+|=(?=/=)",  # mark (==x==), tabs (===), smartsymbols (=/=)
-    r":(?=[\w+-]+(?::|$))",  # emoji (:smile:), also when a template's `:` follows the text
+    r":(?=[\w+-]+(?::|\Z))",  # emoji (:smile:), also when a template's `:` follows the text
     # magiclink's bare links (http://, https://, ftp://, ftps://, www.)
     r":(?=//)(?:(?<=[hH][tT][tT][pP]:)|(?<=[hH][tT][tT][pP][sS]:)|(?<=[fF][tT][pP]:)|(?<=[fF][tT][pP][sS]:))",
     r"\.(?<=[wW][wW][wW]\.)",
@@ -75,9 +76,9 @@ _HEX_RUN = re.compile(r"[a-fA-F\d]{40}")
 _HEX_WORD = re.compile(r"(?<![^\W_])[a-fA-F\d](?=[a-fA-F\d]{39}(?![^\W_]))")
 # A line's first character: lists (- + 1. 1)), definitions (:), admonitions (!!!), details (???),
 # tabs (===); and `\[`, math when the line ends in `\]`.
-_LINE_START = re.compile(r"[-+:!?=]|\d+(?=[.)](?:\s|$))")
+_LINE_START = re.compile(r"[-+:!?=]|\d+(?=[.)](?:\s|\Z))")
 _BACKSLASHED = frozenset("-+.!()|")
-_LAST_BANG = re.compile(r"(?<!\\)(?:\\\\)*!$")  # a last `!` that no backslash escapes
+_LAST_BANG = re.compile(r"(?<!\\)(?:\\\\)*!\Z")  # a last `!` that no backslash escapes
 
 
 def _escape(char: str) -> str:
@@ -96,6 +97,32 @@ def inline(text: str) -> str:
         text = flatten(text)
     text = _MARKUP.sub(_replace, text)
     return _HEX_WORD.sub(_replace, text) if len(text) >= 40 and _HEX_RUN.search(text) else text
+
+
+# A heading may hold no `<` or `>` in any form. A site takes a page's title from its first heading, as
+# HTML, and MkDocs Material writes `<title>{{ page.title | striptags }}`: markupsafe's `striptags` decodes
+# every reference (named or numeric: it runs html.unescape) after it strips tags, so an escaped
+# `&lt;/title&gt;&lt;script&gt;` became a live `</title><script>`. No escape survives that, so the brackets
+# become their fullwidth forms, which read alike and are markup nowhere. An `&` that starts a reference
+# (`&lt;` typed into Zotero) becomes `＆` too, else the title would show it decoded once too often (`<`);
+# any other `&` stays `&amp;` (AT&T), which the title decodes to the `&` it was.
+_HEADING_BRACKETS = str.maketrans({"<": "\uff1c", ">": "\uff1e"})
+# html.unescape's own pattern of what it decodes; a match it leaves as it is (`&T`) is no reference.
+_REFERENCE = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
+
+
+def heading(text: str) -> str:
+    """`text` as a heading's words (every heading of a page, the one its title comes from first):
+    `inline`, with `<`, `>` and an `&` that starts a reference written as `＜`, `＞` and `＆`."""
+    text = flatten(text)  # first: a control dropped from `&l\x00t;` would make a reference of it
+    if "&" in text:
+        text = _REFERENCE.sub(_lookalike_ampersand, text)
+    return inline(text.translate(_HEADING_BRACKETS))
+
+
+def _lookalike_ampersand(match: re.Match[str]) -> str:
+    found = match.group(0)
+    return found if html.unescape(found) == found else "\uff06" + found[1:]
 
 
 def cell(text: str) -> str:

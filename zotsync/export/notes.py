@@ -33,7 +33,7 @@ from ..fulltext import note_text
 from ..labels import Labels
 from ..model import Item, Link, PaperNotes, Placement
 from .base import ExportInput, LinkPlan, link_labels
-from .mdtext import LINK_SCHEMES, inline, line, link
+from .mdtext import LINK_SCHEMES, heading, inline, line, link
 
 log = logging.getLogger("zotsync")
 
@@ -128,7 +128,7 @@ def heads(given: ExportInput) -> dict[str, str]:
 
 def head(row: Placement, path: str, labels: Labels) -> str:
     """The top of the note page at `path`: what the reading list says of the paper."""
-    parts = [f"# {inline(row.title) or inline(labels.no_title)}"]
+    parts = [f"# {heading(row.title) or heading(labels.no_title)}"]
     year = "" if row.year in row.venue else row.year  # a venue may carry its year already (OSDI · 2023)
     facts = [text for text in ("; ".join(row.authors), row.venue, year) if inline(text)]
     if facts:
@@ -154,12 +154,14 @@ def page_text(page_head: str, notes: PaperNotes, labels: Labels, zotero_links: s
     parts = [page_head.rstrip("\n")]
     bodies = [note_body(note, labels, in_zotero) for note in notes.notes]
     if any(bodies):
-        parts.append(f"## {inline(labels.notes)}")
+        parts.append(f"## {heading(labels.notes)}")
         parts.append("\n\n* * *\n\n".join(body for body in bodies if body))
     if notes.annotated:
-        parts.append(f"## {inline(labels.annotations)}")
+        parts.append(f"## {heading(labels.annotations)}")
         for attachment, annotations in notes.annotated:
-            title = inline(attachment.title) or inline(attachment.get("filename")) or inline(labels.link_pdf)
+            title = (
+                heading(attachment.title) or heading(attachment.get("filename")) or heading(labels.link_pdf)
+            )
             parts.append(f"### {title}")
             texts = [annotation_text(annotation, attachment, labels, in_zotero) for annotation in annotations]
             parts += [text for text in texts if text]

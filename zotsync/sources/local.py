@@ -70,7 +70,7 @@ ANNOTATION_TYPES = {1: "highlight", 2: "note", 3: "image", 4: "ink", 5: "underli
 # Fields stored "multipart" ("2017-03-00 March 2017"): `date` and the type-specific fields mapped onto it.
 DATE_FIELDS = frozenset({"date", "dateDecided", "dateEnacted", "issueDate", "filingDate"})
 _MULTIPART = re.compile(r"\d{4}-\d{2}-\d{2} ")
-_SQL_DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})$")
+_SQL_DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})\Z")
 
 # Tables whose absence means the file is not a Zotero database (name or alternatives).
 _REQUIRED_TABLES: tuple[tuple[str, ...], ...] = (

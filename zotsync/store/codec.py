@@ -33,6 +33,7 @@ PAGE_FIELDS: tuple[str, ...] = (
     "contentType",
     "linkMode",
     "dateAdded",
+    "citationKey",  # Zotero 7's own field for Better BibTeX's key (catalog.bib)
 )
 _PAGE_FIELD_SET = frozenset(PAGE_FIELDS)
 

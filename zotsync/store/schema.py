@@ -365,6 +365,14 @@ def note_page_inputs(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def citation_key_on_the_page(db: sqlite3.Connection) -> None:
+    """15: `item_page` keeps Zotero 7's `citationKey` field (Better BibTeX's key, which catalog.bib reads
+    before `Citation Key:` in `extra`); emptied here, it is filled again from `items` at the end of the
+    upgrade (`settle`), facts included."""
+    db.execute("DELETE FROM item_page")
+
+
 # Every table a migration (or the first search) makes: a store without the mark (application_id 0, from a
 # zotsync before it) is ours only if it has the migrations table and none but these
 # (`identity.identify`). A new migration's table joins here (tests/test_store.py checks that a new store

@@ -118,7 +118,7 @@ def dblp_hits(answer: Any) -> list[Hit]:
         if isinstance(authors, dict):  # one author: an object, not a list
             authors = [authors]
         names = tuple(
-            re.sub(r"\s+\d{4}$", "", name)  # "Xiaopeng Zhang 0009": DBLP's homonym number
+            re.sub(r"\s+\d{4}\Z", "", name)  # "Xiaopeng Zhang 0009": DBLP's homonym number
             for author in authors
             if isinstance(authors, list)
             if (name := first_text(as_mapping(author).get("text") if isinstance(author, dict) else author))
