@@ -20,7 +20,7 @@ from ...reconcile.scope import Audience
 from ...version import __version__
 from .. import Derived, Job, Report
 from .matching import Hit, Query, Verdict, query_of
-from .services import ASK, Asking, ServiceFailed, limits_for
+from .services import ASK, MALFORMED, Asking, ServiceFailed, limits_for
 
 log = logging.getLogger("zotsync")
 
@@ -234,6 +234,11 @@ class _Services:
                 verdict = ASK[service](self._asking_for(service), query)
             except (RequestFailed, ServiceFailed) as failure:
                 self._fail(service, failure)
+                complete = False
+                continue
+            except MALFORMED as malformed:
+                log.debug("enrichment: %s: %s: %s", service, type(malformed).__name__, malformed)
+                self._fail(service, ServiceFailed(f"{service} answered in a form zotsync cannot read"))
                 complete = False
                 continue
             if verdict is None:
