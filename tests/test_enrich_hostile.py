@@ -13,7 +13,7 @@ import pytest
 from factories import FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from metadata_server import MetadataServer, Paper
+from metadata_server import Fault, MetadataServer, Paper
 from test_enrich import ANSOR, DEMO_PAPERS, GOLDEN, answers, enriched, one_warning, venue_of
 
 from zotsync.config import EnrichConfig
@@ -187,3 +187,52 @@ def test_every_field_of_a_real_answer_holding_every_wrong_type_never_crashes(
             else:
                 assert value["outcome"] in ("filled", "ambiguous", "not_found"), (where, new)
     assert left_out  # some of them were malformed, and said so
+
+
+# -- redirects ------------------------------------------------------------------------------------------
+
+
+def redirect(location: str, status: int = 302) -> Fault:
+    return Fault("status", status=status, headers={"Location": location}, body=b"moved")
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
+def test_a_redirect_to_another_host_is_never_followed(
+    project: Path, run, services: MetadataServer, metadata_api, host: str
+) -> None:
+    """The title never reaches a host the config does not name: another host name, or another port."""
+    elsewhere = metadata_api(*DEMO_PAPERS)
+    moved = f"http://{host}:{elsewhere.url.rsplit(':', 1)[1]}/dblp/search/publ/api?q=Ansor&format=json"
+    services.inject("dblp", redirect(moved))
+    config = enriched(project, services, services=["dblp"])
+    result = run("--config", config, "sync")
+    assert result.code == 0
+    warning = one_warning(result.err)
+    assert f"redirected to another host ({host}), which zotsync does not follow" in warning
+    assert elsewhere.requests == []
+    assert len(services.asked("dblp")) == 1  # not retried, the service left out of the run
+
+
+def test_a_redirect_loop_on_the_services_own_host_costs_six_requests(
+    project: Path, run, services: MetadataServer
+) -> None:
+    services.replay("dblp", b"moved", status=301, Location="/dblp/search/publ/api?q=again")
+    config = enriched(project, services, services=["dblp"])
+    result = run("--config", config, "sync")
+    assert result.code == 0
+    assert "dblp: redirected more than 5 times" in one_warning(result.err)
+    assert len(services.asked("dblp")) == 6
+
+
+def test_a_redirect_on_the_services_own_host_is_followed(
+    project: Path, run, services: MetadataServer
+) -> None:
+    moved = (
+        f"{services.url}/dblp/search/publ/api?q=Ansor+Generating+High+Performance+Tensor+Programs&format=json"
+    )
+    services.inject("dblp", redirect(moved, 301))
+    config = enriched(project, services, services=["dblp"])
+    result = run("--config", config, "sync")
+    assert result.code == 0 and "enrichment" not in result.err
+    assert venue_of(project, ANSOR) == ("OSDI'20", "dblp")
+    assert services.asked("dblp")[1].params["q"] == "Ansor Generating High Performance Tensor Programs"
