@@ -340,7 +340,7 @@ class Store:
         if not rows and not forget:
             return False
         with self._transaction() as db:
-            # Only the keys at stake: a run saves every hundred answers, and the table may hold 100k.
+            # Only the keys at stake: a run saves each answer as it comes, and the table may hold 100k.
             keys = json.dumps([row[1] for row in rows] + forget)
             old = dict(
                 db.execute(
