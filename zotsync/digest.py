@@ -18,7 +18,7 @@ from .export.mdtext import line
 from .model import Placement
 
 Clock = Callable[[], datetime]  # injectable, so tests can fix the section's date
-GROUPS = ("Settings", "Added", "Removed", "Recategorised", "Newly read", "Retitled")
+GROUPS = ("Settings", "Added", "Removed", "Recategorised", "Newly read", "Retitled", "No longer in Zotero")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +46,21 @@ class Digest:
     # it changed on the page. Those changes are not reading, nor anything Zotero or the catalogue did.
     settings: tuple[tuple[str, str, str], ...] = ()  # setting, old value, new value
     settings_effect: str = ""
+    # Curated entries that lost their Zotero item (deleted or trashed there, or no longer matched): still
+    # on the page, without the venue, links and tags Zotero gave them.
+    unmatched: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return any(
-            (self.settings, self.added, self.removed, self.recategorised, self.newly_read, self.retitled)
+            (
+                self.settings,
+                self.added,
+                self.removed,
+                self.recategorised,
+                self.newly_read,
+                self.retitled,
+                self.unmatched,
+            )
         )
 
 
@@ -149,8 +160,14 @@ def _digest(c: _Comparison) -> Digest | None:
         retitled=tuple(
             (before[o].title, after[n].title) for o, n in c.pairs if before[o].title != after[n].title
         ),
+        unmatched=tuple(after[n].title for o, n in c.pairs if _matched(o) and not _matched(n)),
     )
     return digest or None
+
+
+def _matched(identity: str) -> bool:
+    """Whether an entry of this identity is matched to a Zotero item."""
+    return identity.startswith("key:")
 
 
 # -- the feed: the same facts, one entry per paper added or newly read ------------------------------------
@@ -269,6 +286,7 @@ def render(digest: Digest, when: datetime) -> str:
         ),
         "Newly read": digest.newly_read,
         "Retitled": tuple(f"{old} → {new}" for old, new in digest.retitled),
+        "No longer in Zotero": tuple(f"{title} ({GONE})" for title in digest.unmatched),
     }
     parts = [f"## {when:%Y-%m-%d %H:%M} UTC"]
     for group in GROUPS:
@@ -276,6 +294,9 @@ def render(digest: Digest, when: datetime) -> str:
             items = show[group] if group == "Settings" else tuple(map(line, show[group]))  # already text
             parts.append(f"### {group}\n\n" + "\n".join(f"- {item}" for item in items))
     return "\n\n".join(parts) + "\n"
+
+
+GONE = "deleted or trashed in Zotero, or no longer matched: its venue and links from Zotero are gone"
 
 
 def prepend(section: str, existing: str) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import digest
+from ..catalogue import CatalogueFile
 from ..config import Config
 from ..gcpause import bulk_phase
 from ..model import Enrichment
@@ -16,6 +17,7 @@ from ..processing.enrich import NAME, enrichment
 from ..processing.enrich.run import Found, enrich
 from ..reconcile.venue import enriched_venue, load_venue_table
 from ..store import exclusive_lock
+from .page import PageAudience
 from .stores import open_store
 
 log = logging.getLogger("zotsync")
@@ -81,7 +83,8 @@ def run_enrich(
             answers.append(_answer(found, enrichment(found.value), table))
 
     with exclusive_lock(config.store), open_store(config, must_exist=True) as store, bulk_phase():
-        job = Job(config, store, NAME, config.enrich.deadline, clock, refresh=refresh, dry_run=dry_run)
+        audience = PageAudience(config, CatalogueFile.read(config.catalog, config.path))
+        job = Job(config, store, NAME, config.enrich.deadline, clock, refresh, dry_run, audience=audience)
         run = enrich(job, on_found=shown)
     report = run.report()
     for warning in report.warnings:  # a service that failed: one line, and the command still succeeds

@@ -3,14 +3,20 @@ claims, and the key to `adopt` or `pin` the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from ..catalogue import load_catalogue
 from ..config import Config
-from ..model import Placement, collection_path, in_collections
+from ..errors import ConfigError
+from ..model import Placement, category_name, collection_path, in_collections
+from ..secrets import excerpt
 from .page import merge
 from .stores import open_store
+
+log = logging.getLogger("zotsync")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,11 @@ def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
         if row.zotero_key:
             rows_of.setdefault(row.zotero_key, []).append(row)
     paths = merged.library.collection_paths()
+    if filters.collection is not None:
+        named = collection_named(filters.collection, paths.values())
+        if named != collection_path(filters.collection):
+            log.info("--collection '%s' is the collection '%s'", excerpt(filters.collection), excerpt(named))
+        filters = dataclasses.replace(filters, collection=named)
     listed = []
     for item in merged.library.items:
         if not item.is_regular or item.deleted:
@@ -81,7 +92,8 @@ def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
                 item_type=item.item_type,
                 authors=tuple(c.display for c in item.creators if c.creator_type == "author"),
                 doi=item.doi,
-                collections=rows[0].collections if rows else tuple(paths[c] for c in item.collections),
+                # the item's own: a page row leaves out the collections the page may not name
+                collections=tuple(paths[c] for c in item.collections if c in paths),
                 tags=tuple(sorted(t.name for t in item.tags)),
                 curated=bool(curated),
                 categories=tuple(dict.fromkeys(row.category for row in curated)),
@@ -89,6 +101,34 @@ def list_items(config: Config, filters: Filters = Filters()) -> list[Listed]:
         )
     listed.sort(key=lambda i: (i.title.casefold(), i.zotero_key))
     return [item for item in listed if filters.keep(item)]
+
+
+def collection_named(wanted: str, paths: Iterable[str]) -> str:
+    """The collection path `wanted` names, as a person types it: the path itself, whatever its case and
+    its spacing around ` / ` (`gpu/kernels`), else the one path that ends with it (`Kernels` for
+    `GPU / Kernels`). A ConfigError says when no path or several paths end with it."""
+    key = loose(wanted)
+    known = sorted(set(paths))
+    for found in ([p for p in known if p == collection_path(wanted)], [p for p in known if loose(p) == key]):
+        if len(found) == 1:
+            return found[0]
+    ending = [p for p in known if loose(p).endswith(" / " + key)]
+    if len(ending) == 1:
+        return ending[0]
+    shown = excerpt(wanted)
+    if not ending:
+        raise ConfigError(f"--collection '{shown}': no collection is named so or ends with it")
+    listed = ", ".join(f"'{excerpt(p)}'" for p in ending[:5]) + (", …" if len(ending) > 5 else "")
+    raise ConfigError(
+        f"--collection '{shown}' names {len(ending)} collections ({listed}): give more of its path"
+    )
+
+
+def loose(path: str) -> str:
+    """A collection path as `collection_named` compares it: one Unicode form, case folded, one space
+    inside a name and ` / ` between names."""
+    names = category_name(path).casefold().split("/")
+    return " / ".join(" ".join(name.split()) for name in names if name.strip())
 
 
 def format_line(item: Listed) -> str:

@@ -4,12 +4,14 @@ exporters need, and the plan of the files they write."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import formats, processing
-from ..catalogue import load_catalogue
+from ..catalogue import CatalogueFile, load_catalogue
 from ..config import Config
 from ..digest import News
 from ..export import ExportInput, LinkPlan, Page, notes
@@ -22,7 +24,7 @@ from ..gcpause import bulk_phase
 from ..model import ENRICHMENT, Catalogue, Library, Placement
 from ..outputs import FileRecord
 from ..reconcile import Options, Reconciliation, reconcile
-from ..reconcile.scope import PageScope, page_rows
+from ..reconcile.scope import Audience, PageScope, audience, page_rows
 from ..reconcile.venue import load_venue_table
 from ..store import Store, exclusive_lock
 from ..store.derived import Derived
@@ -113,6 +115,33 @@ def scope_of(config: Config, catalogue: Catalogue) -> PageScope:
         exports.exclude_tags,
         exports.hide_tags,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PageAudience:
+    """What the page's settings let a processor send about the library's items (`processing.AudienceOf`):
+    the page's items first, never one only excluded collections or tags hold. The catalogue is read when
+    a processor first asks (a run with nothing due reads none)."""
+
+    config: Config
+    catalogue_file: CatalogueFile
+
+    @property
+    def digest(self) -> str:
+        exports = self.config.exports
+        settings = [
+            exports.scope,
+            exports.exclude_collections,
+            exports.exclude_tags,
+            self.catalogue_file.digest,
+        ]
+        return hashlib.sha256(json.dumps(settings, ensure_ascii=False).encode()).hexdigest()[:16]
+
+    def __call__(self, library: Library) -> Audience:
+        catalogue = self.catalogue_file.load()
+        enriched = bool(library.derived.get(ENRICHMENT))
+        reconciliation = reconcile(catalogue, library, options_of(self.config, False, enriched))
+        return audience(reconciliation.placements, scope_of(self.config, catalogue))
 
 
 def merge_for(config: Config, catalogue: Catalogue, store: Store, names: Sequence[str]) -> Merged:

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from .. import normalize
 from ..catalogue import load_catalogue
 from ..config import Config
+from ..digest import GONE
 from ..gcpause import bulk_phase
 from ..model import ENRICHMENT, Catalogue, Library, Placement, collection_path, in_collections
 from ..processing import Derived
@@ -94,6 +96,7 @@ def _status_report(config: Config) -> StatusReport:
     with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = store.sync_state
+        last_page = store.catalogue_rows() or []
     answers = merged.derived.get(ENRICHMENT, {})
     # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
     # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
@@ -128,15 +131,7 @@ def _status_report(config: Config) -> StatusReport:
         ),
         matches=matched_entries(catalogue, matches),
         fuzzy_matches=fuzzy_matches(catalogue, matches),
-        unmatched=[
-            {
-                "title": u.title,
-                "reason": u.reason,
-                "nearest": [{"zotero_key": c.key, "title": c.title, "score": c.score} for c in nearest],
-            }
-            for u in matches.unmatched
-            for nearest in [matches.nearest(u.title)]
-        ],
+        unmatched=unmatched_entries(matches, last_page),
         ambiguous=[
             {"rule": a.rule, "titles": list(a.titles), "zotero_keys": list(a.item_keys)}
             for a in matches.ambiguities
@@ -154,6 +149,34 @@ def _status_report(config: Config) -> StatusReport:
         ],
         enrichment=enrichment_summary(answers, library, config.enrich.services),
     )
+
+
+def unmatched_entries(
+    matches: MatchResult, last_page: Sequence[tuple[str, str, str, str, str]]
+) -> list[dict[str, Any]]:
+    """Each curated entry no Zotero item matches, why, and the nearest titles. One the last synced page
+    showed matched (`last_page`: the store's catalogue rows) lost its item since: deleted in Zotero,
+    and with it the venue and links Zotero gave the row (`was_zotero_key`)."""
+    was_matched = {
+        alias: identity.removeprefix("key:")
+        for identity, alias, *_ in last_page
+        if alias and identity.startswith("key:")
+    }
+    found = []
+    for entry in matches.unmatched:
+        reason, was = entry.reason, was_matched.get(normalize.title(entry.title), "")
+        if was and reason in ("no candidate", "pinned key not in library"):
+            reason = f"its Zotero item {was} was deleted in Zotero since the last sync: {GONE}"
+        nearest = matches.nearest(entry.title)
+        found.append(
+            {
+                "title": entry.title,
+                "reason": reason,
+                "nearest": [{"zotero_key": c.key, "title": c.title, "score": c.score} for c in nearest],
+                "was_zotero_key": was,
+            }
+        )
+    return found
 
 
 def enrichment_summary(

@@ -83,7 +83,7 @@ def run_sync(
         catalogue = None if last and last.inputs == inputs else catalogue_file.load()
         with bulk_phase():
             report = pull(source, store, full=full, max_removal=valve(config, force))
-            processed = processing.run_stage(config, store, clock)
+            processed = processing.run_stage(config, store, clock, page_audience(config, catalogue_file))
         files = store.export_files()
         # Paths as strings: a record of 35,000 note pages made as many Path objects (0.3 s).
         expected = {str(path): files.get(str(path)) for path in pages} | files
@@ -99,6 +99,13 @@ def run_sync(
         catalogue = catalogue or catalogue_file.load()
         written = _export_all(config, store, catalogue, catalogue_file.digest, inputs, files, last, clock)
     return SyncResult(report, tuple(written), source.requests, processed)
+
+
+def page_audience(config: Config, catalogue_file: CatalogueFile) -> processing.AudienceOf:
+    """Who a processor may ask about what: the page's settings (imported only when it asks)."""
+    from .page import PageAudience
+
+    return PageAudience(config, catalogue_file)
 
 
 def _export_all(

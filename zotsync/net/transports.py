@@ -9,8 +9,9 @@ import contextlib
 import logging
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
 
-from ..secrets import redact
+from ..secrets import excerpt, redact
 from .policy import RequestFailed, Transient
 
 if TYPE_CHECKING:
@@ -91,7 +92,14 @@ class _RequestsResponse:
         return self._response.raw.stream(CHUNK, decode_content=False)
 
 
+MAX_REDIRECTS = 5  # hops a request may take on its own host (a moved record); a loop ends there
+
+
 class RequestsTransport:
+    """Redirects are followed on the request's own host only, at most MAX_REDIRECTS of them: a service
+    asked about a title never hands it on to a host the user did not configure, and a redirect loop costs
+    a few requests, not requests' 30 on each retry."""
+
     def __init__(self, session: requests.Session) -> None:
         self.session = session
 
@@ -103,9 +111,7 @@ class RequestsTransport:
         import urllib3
 
         try:
-            with self.session.get(
-                url, params=dict(params), headers=dict(headers), timeout=(connect, timeout), stream=True
-            ) as response:
+            with self._following(url, params, headers, (connect, timeout)) as response:
                 yield _RequestsResponse(response)
         except requests.ConnectTimeout:
             raise Transient("connecting timed out", unreachable=True) from None
@@ -123,3 +129,47 @@ class RequestsTransport:
 
     def close(self) -> None:
         self.session.close()
+
+    def _following(
+        self, url: str, params: Mapping[str, Any], headers: Mapping[str, str], timeout: tuple[float, float]
+    ) -> requests.Response:
+        """The response at the end of the redirects `url` leads to on its own host."""
+        response = self.session.get(
+            url,
+            params=dict(params),
+            headers=dict(headers),
+            timeout=timeout,
+            stream=True,
+            allow_redirects=False,
+        )
+        hops = 0
+        while (target := self.session.get_redirect_target(response)) is not None:
+            response.close()
+            target = urljoin(response.url, target)
+            if not same_host(response.url, target):
+                host = excerpt(urlsplit(target).hostname or "?", 60)
+                raise RequestFailed(
+                    "redirect", f"redirected to another host ({host}), which zotsync does not follow"
+                )
+            if hops == MAX_REDIRECTS:
+                raise RequestFailed("redirect", f"redirected more than {MAX_REDIRECTS} times")
+            hops += 1
+            response = self.session.get(
+                target, headers=dict(headers), timeout=timeout, stream=True, allow_redirects=False
+            )
+        return response
+
+
+def same_host(url: str, target: str) -> bool:
+    """Whether a redirect from `url` to `target` stays on its host: the same host name and port, or the
+    move from http up to https on the default ports; never from https down to http."""
+    here, there = urlsplit(url), urlsplit(target)
+    if not here.hostname or (here.hostname or "").lower() != (there.hostname or "").lower():
+        return False
+    try:
+        ports = (here.port, there.port)
+    except ValueError:  # a port that is no number
+        return False
+    if here.scheme == there.scheme:
+        return there.scheme in ("http", "https") and ports[0] == ports[1]
+    return (here.scheme, there.scheme) == ("http", "https") and ports == (None, None)

@@ -30,19 +30,32 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Config
 from ..model import Library
 from ..store import Store
 from ..store.derived import Derived
 
+if TYPE_CHECKING:
+    from ..reconcile.scope import Audience
+
 log = logging.getLogger("zotsync")
 
 # Processor name → the module whose PROCESSOR it is, in the order `sync` runs them.
 BUILT_IN: dict[str, str] = {"enrich": "zotsync.processing.enrich"}
 
-__all__ = ["BUILT_IN", "Derived", "Job", "Processor", "Report", "attach_all", "get", "run_stage"]
+__all__ = [
+    "BUILT_IN",
+    "AudienceOf",
+    "Derived",
+    "Job",
+    "Processor",
+    "Report",
+    "attach_all",
+    "get",
+    "run_stage",
+]
 
 
 @dataclass(slots=True)
@@ -65,6 +78,8 @@ class Job:
     now: Callable[[], datetime]
     refresh: bool = False  # ask again about everything, whatever the results say
     dry_run: bool = False  # work out what would change, save nothing
+    # Which items may leave the machine, and which first (the page's settings); None: every item.
+    audience: AudienceOf | None = None
 
     def library(self) -> Library:
         """The library as the page reads it (items with their facts)."""
@@ -105,6 +120,17 @@ def _marks(store: Store) -> dict[str, Any]:
     return marks if isinstance(marks, dict) else {}
 
 
+class AudienceOf(Protocol):
+    """The page's settings as they bear on a library: who may be asked about what (`Audience`)."""
+
+    @property
+    def digest(self) -> str:
+        """Changes whenever the audience of an unchanged library may."""
+        ...
+
+    def __call__(self, library: Library) -> Audience: ...
+
+
 class Processor(Protocol):
     name: str
 
@@ -121,13 +147,15 @@ def get(name: str) -> Processor:
     return processor
 
 
-def run_stage(config: Config, store: Store, now: Callable[[], datetime]) -> list[Report]:
+def run_stage(
+    config: Config, store: Store, now: Callable[[], datetime], audience: AudienceOf | None = None
+) -> list[Report]:
     """Every enabled processor, in order (the `sync` between its pull and its exports)."""
     reports = []
     for name in BUILT_IN:
         processor = get(name)
         if processor.enabled(config):
-            job = Job(config, store, name, config.sync.deadline, now)
+            job = Job(config, store, name, config.sync.deadline, now, audience=audience)
             report = processor.run(job)
             for warning in report.warnings:  # said once, here: a processor never fails the run for them
                 log.warning(warning)

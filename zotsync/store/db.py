@@ -18,7 +18,7 @@ from ..outputs import FileRecord
 from . import searchindex
 from .codec import items_of, page_items
 from .derived import Derived
-from .failures import cause, store_errors
+from .failures import DAMAGED, cause, store_errors
 from .identity import APPLICATION_ID, identify, not_ours
 from .landing import ApplyResult, Check, Landing
 from .schema import BUMP_GENERATION, MIGRATIONS, apply_migration, now, refresh_facts, settle
@@ -143,6 +143,8 @@ class Store:
             self._db = self._connect()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {path}: {cause(exc)}") from exc
+        except UnicodeDecodeError as exc:
+            raise StoreError(f"cannot open the store {path}: {DAMAGED}") from exc
         except OSError as exc:
             raise StoreError(f"cannot open the store {path}: {exc.strerror or exc}") from exc
         try:
@@ -152,6 +154,9 @@ class Store:
         except sqlite3.Error as exc:  # a read-only open fails here, at its first read
             self._db.close()
             raise StoreError(f"cannot open the store {path}: {self._open_problem(exc)}") from exc
+        except UnicodeDecodeError as exc:
+            self._db.close()
+            raise StoreError(f"cannot open the store {path}: {DAMAGED}") from exc
         except BaseException:
             self._db.close()
             raise
@@ -217,6 +222,8 @@ class Store:
         """Bring the schema up to this zotsync's; a store from before the mark gets it here."""
         db = self._db
         applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
+        if not all(type(version) is int for version in applied):  # a damaged schema lost its key
+            raise StoreError(f"cannot open the store {self.path}: {DAMAGED}")
         if applied and max(applied) > len(MIGRATIONS):
             raise StoreError(f"the store {self.path} was written by a newer zotsync (schema {max(applied)})")
         pending = [n for n in range(1, len(MIGRATIONS) + 1) if n not in applied]
@@ -334,7 +341,7 @@ class Store:
         if not rows and not forget:
             return False
         with self._transaction() as db:
-            # Only the keys at stake: a run saves every hundred answers, and the table may hold 100k.
+            # Only the keys at stake: a run saves each answer as it comes, and the table may hold 100k.
             keys = json.dumps([row[1] for row in rows] + forget)
             old = dict(
                 db.execute(

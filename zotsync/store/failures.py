@@ -22,6 +22,7 @@ def cause(exc: sqlite3.Error) -> str:
     return f"SQLite: {exc}"
 
 
+RECOVER = "restore it from a backup, or remove it and run `zotsync pull` to read the library again"
 _CAUSES = (
     ("SQLITE_FULL", "the disk is full"),
     ("SQLITE_READONLY", "the store cannot be written (check the permissions of the file and its folder)"),
@@ -29,8 +30,8 @@ _CAUSES = (
     ("SQLITE_CANTOPEN", "the file cannot be opened (check the path and its permissions)"),
     ("SQLITE_BUSY", "another program holds the store locked"),
     ("SQLITE_LOCKED", "another program holds the store locked"),
-    ("SQLITE_CORRUPT", "the file is damaged"),
-    ("SQLITE_NOTADB", "the file is damaged"),
+    ("SQLITE_CORRUPT", f"the file is damaged; {RECOVER}"),
+    ("SQLITE_NOTADB", f"the file is damaged; {RECOVER}"),
     ("SQLITE_IOERR", "reading or writing the disk failed"),
 )
 
@@ -45,8 +46,15 @@ def store_errors(method: Callable[..., _T]) -> Callable[..., _T]:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
             raise StoreError(f"the store {self.path} failed: {cause(exc)}") from exc
+        except UnicodeDecodeError as exc:
+            raise StoreError(f"the store {self.path} failed: {DAMAGED}") from exc
 
     return guarded
+
+
+# SQLite reads a schema whose text is not UTF-8 (in a name, a comment, a keyword) without a complaint
+# until it must quote it: in an error message, a column's name, a value. Python then cannot decode it.
+DAMAGED = f"the file is damaged (it holds text that is not UTF-8); {RECOVER}"
 
 
 class _HasPath(Protocol):

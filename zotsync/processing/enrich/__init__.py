@@ -15,7 +15,10 @@ is kept per item in the store (`Derived`), with a digest of what was asked:
 - a service that is down, slow, rate-limiting or answering an HTML page is left out for the rest of the
   run, with one warning line; its items wait for the next run, and what was filled before stays.
 
-Only the title, the first author's family name, a DOI or an arXiv id leave the machine.
+Only the title, the first author's family name, a DOI or an arXiv id leave the machine, and only for
+the items the page's settings let out (`Job.audience`): the page's own first, never one that only
+excluded collections or tags hold. Each answer is kept as it arrives. A malformed answer, or a redirect
+to another host, leaves its service out of the run like any other failure.
 """
 
 from __future__ import annotations

@@ -229,11 +229,21 @@ def year_of(value: object) -> str:
 
 
 def first_text(value: object) -> str:
-    """Crossref gives titles as lists; the first one, or the text itself."""
+    """Crossref gives titles as lists; the first one, or the text itself ("" for none). Any other type
+    is a malformed answer: TypeError."""
     if isinstance(value, list):
         value = value[0] if value else ""
-    return value.strip() if isinstance(value, str) else ""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"text expected, not {type(value).__name__}")
+    return value.strip()
 
 
 def as_mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
+    """An object of an answer ({} for none). Any other type is a malformed answer: TypeError."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"an object expected, not {type(value).__name__}")
+    return value

@@ -16,15 +16,15 @@ from ...facts import item_facts
 from ...model import ENRICHMENT as NAME
 from ...net import HttpClient, RequestFailed, RequestPolicy
 from ...net import policy as net_policy
+from ...reconcile.scope import Audience
 from ...version import __version__
 from .. import Derived, Job, Report
 from .matching import Hit, Query, Verdict, query_of
-from .services import ASK, Asking, ServiceFailed, limits_for
+from .services import ASK, MALFORMED, Asking, ServiceFailed, limits_for
 
 log = logging.getLogger("zotsync")
 
 RETRY_AFTER = timedelta(days=30)  # "not found", "ambiguous" and preprint-only answers are asked again then
-SAVE_EVERY = 100  # answers kept per store transaction: a run stopped half-way keeps what it learnt
 HOMEPAGE = "https://github.com/zotsync/zotsync"
 MAX_TEXT = 500  # characters of a service's title or venue kept
 
@@ -73,28 +73,31 @@ class Run:
 
 
 def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
-    """Ask about every item due (all of them with `job.refresh`), within the deadline; keep the answers
-    (not in a dry run) and hand each to `on_found` as it comes."""
+    """Ask about every item due (all of them with `job.refresh`) that `job.audience` lets leave the
+    machine, the page's first, within the deadline; keep each answer as it comes (not in a dry run: a
+    run stopped half-way keeps what it learnt) and hand it to `on_found`."""
     settings = job.config.enrich
     run = Run()
     now = job.now()
     if not settings.services:
         return run  # nothing to ask
-    settled = _settled_mark(settings)
+    settled = _settled_mark(settings, job.audience.digest if job.audience else "")
     if not job.refresh and not job.dry_run and _still_settled(job.mark(), settled, job.store.generation, now):
         return run  # nothing is due, known without reading the library
     library = job.library()
     known = job.results()
+    audience = job.audience(library) if job.audience else Audience()
+    items = {item.key: item for item in library.items}
     queries = {}
-    for item in library.items:
-        facts = library.facts.get(item.key) or item_facts(item)
+    for key in audience.order(items):
+        item = items[key]
+        facts = library.facts.get(key) or item_facts(item)
         query = query_of(item, facts, settings.prefer_published)
         if query is not None:
-            queries[item.key] = query
+            queries[key] = query
     forget = [key for key in known if key not in queries]
     due = [q for q in queries.values() if job.refresh or is_due(q, known.get(q.key), settings, now)]
     run.due = len(due)
-    fresh: list[Derived] = []
     stamp = now.isoformat(timespec="seconds")
     saved = dict(known)  # the results as the store holds them after each save
 
@@ -113,18 +116,15 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
             if value is None:  # a service that would have been asked failed: ask again next run
                 run.waiting += 1
                 continue
+            save([Derived(query.key, query.digest, value, stamp)], [])  # one commit: no fsync in WAL
             found = Found(query, value)
             run.found.append(found)
             if on_found:
                 on_found(found)
-            fresh.append(Derived(query.key, query.digest, value, stamp))
-            if len(fresh) >= SAVE_EVERY:
-                save(fresh, [])
-                fresh = []
         run.requests = services.requests
         run.failures = dict(services.failures)
         run.deadline_reached = services.deadline_reached or services.out_of_time()
-    save(fresh, forget)
+    save([], forget)
     if run.deadline_reached and not run.failures:  # no fault: the rest is for the next run
         log.info("enrichment: enrich.deadline reached; %d items wait for the next run", run.waiting)
     if not run.waiting and not job.dry_run:
@@ -162,10 +162,11 @@ def _due_at(result: Derived) -> str:
     return (made + RETRY_AFTER).isoformat(timespec="seconds")
 
 
-def _settled_mark(settings: EnrichConfig) -> dict[str, Any]:
+def _settled_mark(settings: EnrichConfig, audience: str) -> dict[str, Any]:
     """What must stay the same for a run to find nothing due without looking: the settings that decide
-    what is due, and this code."""
+    what is due (`audience`: the digest of those that decide who may be asked about), and this code."""
     what = [settings.services, settings.prefer_published, RETRY_AFTER.total_seconds(), __version__]
+    what.append(audience)
     return {"settings": hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]}
 
 
@@ -233,6 +234,11 @@ class _Services:
                 verdict = ASK[service](self._asking_for(service), query)
             except (RequestFailed, ServiceFailed) as failure:
                 self._fail(service, failure)
+                complete = False
+                continue
+            except MALFORMED as malformed:
+                log.debug("enrichment: %s: %s: %s", service, type(malformed).__name__, malformed)
+                self._fail(service, ServiceFailed(f"{service} answered in a form zotsync cannot read"))
                 complete = False
                 continue
             if verdict is None:

@@ -55,6 +55,12 @@ class ServiceFailed(Exception):
     """The service gave no usable answer (an HTML page for JSON, a refusal): it is left out of this run."""
 
 
+# What reading an answer of the wrong shape raises (`"author": 5` iterated, a title that is a number,
+# a feed nested past the recursion limit): the answer is malformed, and the service is left out of the
+# run as for an HTML page, never the sync failed or the item recorded as not found.
+MALFORMED = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError)
+
+
 @dataclass(slots=True)
 class Asking:
     """One service's requests in one run: its base URL, client, and the parameters every request carries."""
@@ -85,9 +91,14 @@ def json_answer(reply: Reply, service: str) -> Any:
     if text[:1] == b"<":  # DBLP's bot check answers 200 with a page
         raise ServiceFailed(f"{service} answered with an HTML page, not JSON (a bot check?)")
     try:
-        return json.loads(reply.body)
+        answer = json.loads(reply.body)
     except ValueError:
         raise ServiceFailed(f"{service} answered with a body that is not JSON") from None
+    except RecursionError:  # `[[[[…` 200,000 deep: the parser recurses
+        raise ServiceFailed(f"{service} answered with JSON nested too deep to read") from None
+    if not isinstance(answer, dict):  # every answer of these APIs is an object
+        raise ServiceFailed(f"{service} answered with JSON that is not an object")
+    return answer
 
 
 def words(title: str) -> str:
