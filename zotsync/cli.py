@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +118,33 @@ def _global_options() -> list[click.Option]:
     ]
 
 
+class _Names(click.Choice):
+    """A choice among a registry's names (formats, source types), read when a command's help or its
+    option first asks: the names may come from the installed plugins, whose entry points cost a start
+    that never uses them."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self._names = names
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, _: Sequence[str]) -> None:  # click sets its own copy; the registry is the truth
+        pass
+
+
+def _source_types() -> Sequence[str]:
+    """`source.type`'s values: the built-in ones as `init` offers them (web, its default, first), then
+    the plugins'."""
+    from .sources import names
+
+    offered = ("web", "local", "snapshot")
+    return sorted(names(), key=lambda name: offered.index(name) if name in offered else len(offered))
+
+
 class _Command(click.Command):
     """A command that also takes the global options after its name: `zotsync sync -q --config X`."""
 
@@ -171,7 +198,7 @@ def pull_command(state: _State, full: bool, force: bool) -> None:
 
 
 @cli.command("export")
-@click.option("--format", "fmt", type=click.Choice(formats.names()), required=True, help="Output format.")
+@click.option("--format", "fmt", type=_Names(formats.names), required=True, help="Output format.")
 @click.option(
     "--output", metavar="PATH|-", help="Where to write (default: <exports.dir>/catalog.<ext>; - is stdout)."
 )
@@ -346,7 +373,7 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str) 
 @click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--source",
-    type=click.Choice(["web", "local", "snapshot"]),
+    type=_Names(lambda: _source_types()),
     default="web",
     show_default=True,
     help="Where the library comes from: the Zotero Web API, zotero.sqlite, or a snapshot file.",

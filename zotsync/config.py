@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -191,9 +192,43 @@ def number(default: float, low: float, high: float, doc: str, problem: str, abov
 # -- the sections ---------------------------------------------------------------------------------------
 
 
+def _source_types() -> Any:
+    """The registry of source types (zotsync.sources), which imports this module: named, not imported."""
+    return importlib.import_module("zotsync.sources")
+
+
+def _source_type(reading: Reading, value: Any) -> str:
+    kind = _text(reading, value) or "snapshot"
+    known = _source_types().names()
+    if kind not in known:
+        raise reading.fail(f"must be one of {', '.join(known)}, not '{kind}'")
+    return str(kind)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceGiven:
+    """The `source` section as the user gave it (the file's values with the environment's overrides),
+    for a source type's `check`: its messages point at where the user wrote a value."""
+
+    path: Path  # the config file
+    section: Mapping[str, Any]
+    values: Mapping[str, str]  # every key of SourceConfig, as text ("" when not given)
+    from_env: Mapping[str, str]  # key → the environment variable that set it
+
+    def line(self, key: str) -> str:
+        """`file:line` of `key` in the section."""
+        return where(self.path, self.section, key)
+
+
 @dataclass(frozen=True, slots=True)
 class SourceConfig:
-    type: str = choice("snapshot", SOURCE_TYPES, "where the library comes from: snapshot, web or local")
+    # the built-in types; a plugin's (docs/plugins.md) is valid too
+    type: str = setting(
+        "snapshot",
+        _source_type,
+        "where the library comes from: snapshot, web or local",
+        {"type": "string", "enum": list(SOURCE_TYPES)},
+    )
     path: Path | None = local_path(
         None, "snapshot: the JSON file; local: the Zotero data folder or zotero.sqlite"
     )
@@ -610,36 +645,17 @@ def _source(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> S
             f"{what}: set source.type (web, local or snapshot) and where the library is "
             "(`zotsync init` writes a commented config; docs/configuration.md)"
         )
-    kind = _key(SourceConfig, "type").parse(
-        Reading(path, src, "type", "source.type", {}), values["type"] or None
-    )
+    kind = _source_type(Reading(path, src, "type", "source.type", {}), values["type"] or None)
     library_type = values["library_type"] or "user"
     if library_type not in ("user", "group"):
         raise ConfigError(f"{named('library_type')} must be user or group, not '{library_type}'")
     api_key = _api_key(path, src, values["api_key"])
-    local_api = kind == "local" and bool(values["base_url"])
-    if local_api and values["path"]:
-        base_url = from_env.get("base_url", "source.base_url")
-        raise ConfigError(
-            f"{path}: source.type local reads either zotero.sqlite ('source.path') or the Zotero desktop's "
-            f"local API ('{base_url}', e.g. http://localhost:23119), not both"
-            + (" (unset ZOTERO_API_BASE, or drop source.path)" if "base_url" in from_env else "")
-        )
-    if kind == "snapshot" and not values["path"]:
-        raise ConfigError(f"{path}: source.type snapshot needs config key 'source.path'")
-    if kind == "local" and not values["path"] and not local_api:
-        raise ConfigError(
-            f"{path}: source.type local needs config key 'source.path' (zotero.sqlite) or "
-            "'source.base_url' (the Zotero desktop's local API, http://localhost:23119)"
-        )
     if values["base_url"] and not values["base_url"].startswith(("http://", "https://")):
         raise ConfigError(
             f"{where(path, src, 'base_url')}: config key 'source.base_url' (or ZOTERO_API_BASE) must be an "
             "http:// or https:// URL"
         )
-    if kind == "web" and not values["library_id"].isdigit():
-        at = path if "library_id" in from_env else where(path, src, "library_id")
-        raise ConfigError(f"{at}: source.type web needs a numeric 'source.library_id' (or ZOTERO_LIBRARY_ID)")
+    _source_types().get(kind).check(SourceGiven(path, src, values, from_env))  # what this type needs
     reading = Reading(path, src, "path", "source.path", {})
     return SourceConfig(
         type=kind,

@@ -1,0 +1,122 @@
+"""Plugins: the format plugin docs/plugins.md walks through, built from that page as a real package,
+pip-installed into a folder of its own beside zotsync (the shared environment stays as it was), and run
+by a real `zotsync sync`; a plugin that fails to load is one warning line and the rest works."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow  # builds and installs a package, runs zotsync in a subprocess
+
+GUIDE = ROOT / "docs" / "plugins.md"
+
+
+def guide_files() -> dict[str, str]:
+    """The files docs/plugins.md shows: each fenced block right after a "`name`:" line."""
+    text = GUIDE.read_text(encoding="utf-8")
+    return dict(re.findall(r"^`([\w.]+)`:\n\n```\w+\n(.*?)^```$", text, flags=re.M | re.S))
+
+
+def install(package: Path, target: Path) -> None:
+    """`pip install` the package into `target` (no registry: the test extras bring setuptools)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(package),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def zotsync(plugins: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(plugins)}
+    return subprocess.run(
+        [sys.executable, "-m", "zotsync", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def use_formats(project: Path, names: str) -> str:
+    config = project / "config" / "zotsync.yaml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(re.sub(r"formats: \[.*\]", f"formats: [{names}]", text), encoding="utf-8")
+    return str(config)
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the guide's `zotsync-shelf`, installed, and a broken plugin beside it."""
+    files = guide_files()
+    assert set(files) == {"pyproject.toml", "zotsync_shelf.py"}, files
+    shelf = tmp_path_factory.mktemp("zotsync-shelf")
+    for name, text in files.items():
+        (shelf / name).write_text(text, encoding="utf-8")
+    broken = tmp_path_factory.mktemp("zotsync-broken")
+    (broken / "pyproject.toml").write_text(
+        files["pyproject.toml"]
+        .replace('name = "zotsync-shelf"', 'name = "zotsync-broken"')
+        .replace('shelf = "zotsync_shelf:EXPORTER"', 'broken = "zotsync_broken:EXPORTER"'),
+        encoding="utf-8",
+    )
+    broken_code = "raise RuntimeError('this plugin is broken')\n"
+    (broken / "zotsync_broken.py").write_text(broken_code, encoding="utf-8")
+    target = tmp_path_factory.mktemp("site")
+    install(shelf, target)
+    install(broken, target)
+    return target
+
+
+def test_the_guide_s_format_plugin_is_written_by_sync(project: Path, plugins: Path) -> None:
+    config = use_formats(project, "md, csv, shelf")
+    done = zotsync(plugins, "--config", config, "sync")
+    assert done.returncode == 0, done.stderr
+    shelf = (project / "exports" / "shelf.txt").read_text(encoding="utf-8").splitlines()
+    with (project / "exports" / "catalog.csv").open(encoding="utf-8-sig", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert rows
+    # the plugin's lines are the page's rows, in order, under their categories
+    assert [line for line in shelf if line.startswith("[")] == [
+        f"[{'x' if row['status'] == 'read' else ' '}] {row['title']}"
+        + (f" ({row['venue']} {row['year']})" if row["venue"] else "")
+        for row in rows
+    ]
+    assert [line for line in shelf if line.startswith("==")] == [
+        f"== {category} ==" for category in dict.fromkeys(row["category"] for row in rows)
+    ]
+    # the broken plugin beside it: one warning line naming it, and the sync went on
+    warnings = [line for line in done.stderr.splitlines() if "plugin 'broken'" in line]
+    assert len(warnings) == 1 and "this plugin is broken" in warnings[0], done.stderr
+
+
+def test_a_plugin_s_format_is_valid_where_a_built_in_one_is(project: Path, plugins: Path) -> None:
+    helped = zotsync(plugins, "export", "--help")
+    assert helped.returncode == 0 and "md|csv|html|bib|atom|shelf]" in helped.stdout, helped.stdout
+    config = use_formats(project, "md")
+    assert zotsync(plugins, "--config", config, "pull").returncode == 0
+    printed = zotsync(plugins, "--config", config, "export", "--format", "shelf", "--output", "-")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.startswith("== ")
+    # without the plugin installed, the same config is one clear line (exit 2)
+    config = use_formats(project, "md, shelf")
+    refused = zotsync(project / "nothing-installed", "--config", config, "sync")
+    assert refused.returncode == 2
+    assert "config key 'exports.formats' must list some of md, csv, html, bib, atom" in refused.stderr
