@@ -3,8 +3,6 @@ the library the page reads, and re-render the page only when they change."""
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -54,14 +52,11 @@ class Shouting:
 
 @pytest.fixture
 def shouting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Shouting]:
+    """A processor added as a program using zotsync adds one (`processing.register`), for this test."""
+    monkeypatch.setattr(processing, "_extra", {})
     processor = Shouting()
-    module = types.ModuleType("tests_shouting")
-    module.PROCESSOR = processor  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tests_shouting", module)
-    monkeypatch.setattr(processing, "BUILT_IN", {"shout": "tests_shouting"})
-    processing.get.cache_clear()
+    processing.register(processor)
     yield processor
-    processing.get.cache_clear()
 
 
 def now() -> datetime:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import formats as export_formats
 from .errors import ConfigError
@@ -23,6 +23,9 @@ from .inputs import absolute
 from .labels import COLUMN_LABELS, COLUMNS, DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
 from .secrets import register, register_url
 from .yamlio import load_yaml, text_of, where
+
+if TYPE_CHECKING:
+    from .processing.enrich.settings import EnrichConfig
 
 # Where a config is looked for when neither --config nor $ZOTSYNC_CONFIG names one, in order; the
 # user's config folder (platformdirs) comes last.
@@ -93,6 +96,9 @@ def _text(reading: Reading, value: Any) -> str:
         raise reading.fail("must be a string")
     text = text_of(reading.section, reading.key)  # as typed: `010` stays `010`
     return text if text is not None else str(value)
+
+
+read_text = _text  # a key's text, as typed: for a section declared outside this module (a processor's)
 
 
 def text(default: str, doc: str) -> Any:
@@ -350,93 +356,6 @@ class SyncConfig:
     )
 
 
-# The scholarly metadata services enrichment asks (zotsync/processing/enrich), in the default order, with
-# the base URL of each one's API.
-ENRICH_SERVICES: dict[str, str] = {
-    "dblp": "https://dblp.org",
-    "crossref": "https://api.crossref.org",
-    "openalex": "https://api.openalex.org",
-    "arxiv": "https://export.arxiv.org",
-}
-DEFAULT_ENRICH_DEADLINE = 120.0
-
-
-def _services(reading: Reading, value: Any) -> tuple[str, ...]:
-    if value is None:
-        return tuple(ENRICH_SERVICES)
-    known = ", ".join(ENRICH_SERVICES)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise reading.fail(f"must be a list of services: some of {known}")
-    unknown = [v for v in value if v not in ENRICH_SERVICES]
-    if unknown:
-        raise reading.fail(f"names an unknown service '{unknown[0]}' (known: {known})")
-    return tuple(dict.fromkeys(value))
-
-
-def _endpoints(reading: Reading, value: Any) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise reading.fail("must map service names to base URLs, e.g. {dblp: https://dblp.org}")
-    endpoints = {}
-    for name, url in value.items():
-        if name not in ENRICH_SERVICES:
-            raise reading.fail(f"names an unknown service '{name}' (known: {', '.join(ENRICH_SERVICES)})")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise reading.fail(f"must give {name} an http:// or https:// base URL")
-        register_url(url)  # a password in it is masked like the API key
-        endpoints[name] = url.rstrip("/")
-    return endpoints
-
-
-def _mailto(reading: Reading, value: Any) -> str:
-    address = _text(reading, value).strip()
-    if address and ("@" not in address or any(c.isspace() or not c.isprintable() for c in address)):
-        raise reading.fail("must be an e-mail address (for Crossref's and OpenAlex's polite pools)")
-    return address
-
-
-@dataclass(frozen=True, slots=True)
-class EnrichConfig:
-    enabled: bool = flag(
-        False, "sync fills in missing venues, years and DOIs from metadata services (titles leave here)"
-    )
-    services: tuple[str, ...] = setting(
-        tuple(ENRICH_SERVICES),
-        _services,
-        "the services asked, in this order: dblp, crossref, openalex, arxiv",
-        {"type": "array", "items": {"type": "string", "enum": list(ENRICH_SERVICES)}},
-    )
-    endpoints: dict[str, str] = setting(
-        dict,
-        _endpoints,
-        "another base URL per service, e.g. {dblp: https://dblp.org}",
-        {
-            "type": "object",
-            "propertyNames": {"enum": list(ENRICH_SERVICES)},
-            "additionalProperties": {"type": "string"},
-        },
-        factory=True,
-    )
-    mailto: str = setting(
-        "", _mailto, "an e-mail for Crossref's and OpenAlex's polite pools", {"type": "string"}
-    )
-    deadline: float = number(
-        DEFAULT_ENRICH_DEADLINE,
-        0,
-        MAX_DEADLINE,
-        "seconds enrichment may take in one run; what is left waits for the next run",
-        f"must be a number of seconds above 0 and at most {MAX_DEADLINE:.0f}",
-        above_low=True,
-    )
-    prefer_published: bool = flag(
-        True, "a preprint whose published version a service knows shows the published venue"
-    )
-
-    def endpoint(self, service: str) -> str:
-        return self.endpoints.get(service) or ENRICH_SERVICES[service]
-
-
 @dataclass(frozen=True, slots=True)
 class Config:
     path: Path  # the file itself, not a key
@@ -446,17 +365,44 @@ class Config:
     exports: ExportsConfig = field(default_factory=ExportsConfig)
     reconcile: ReconcileConfig = field(default_factory=ReconcileConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
-    enrich: EnrichConfig = field(default_factory=EnrichConfig)
+    # The processors' sections (`enrich`, a plugin's), by name, each read by the processor's own
+    # `settings` model; a section not given here is its defaults (`section`).
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+    def section(self, name: str) -> Any:
+        """The processor `name`'s settings: as read from the file, else its defaults."""
+        if name in self.sections:
+            return self.sections[name]
+        return processor_sections()[name]()
+
+    @property
+    def enrich(self) -> EnrichConfig:
+        """The `enrich` section (zotsync/processing/enrich/settings.py)."""
+        settings: EnrichConfig = self.section("enrich")
+        return settings
 
 
+# The core's sections; each processor's follow (`processor_sections`).
 SECTIONS: dict[str, type] = {
     "source": SourceConfig,
     "exports": ExportsConfig,
     "reconcile": ReconcileConfig,
     "sync": SyncConfig,
-    "enrich": EnrichConfig,
 }
 _TOP_LEVEL = ("catalog", "store")  # keys of Config itself
+
+
+def processor_sections() -> dict[str, type]:
+    """Each processor's section, by the processor's name, in the order they run: the model of its
+    settings (its `settings`, a dataclass of `setting` fields), read by the same rules as the core's.
+    The processors' registry imports this module, so it is named here, not imported."""
+    sections: dict[str, type] = importlib.import_module("zotsync.processing").sections()
+    return sections
+
+
+def all_sections() -> dict[str, type]:
+    """The core's sections, then the processors'."""
+    return {**SECTIONS, **processor_sections()}
 
 
 def _key(cls: type, name: str) -> Key:
@@ -471,10 +417,13 @@ def config_keys() -> list[str]:
     """Every key the config file accepts, dotted (`source.type`), in the model's order: what
     docs/configuration.md must document."""
     keys = []
-    for name in [f.name for f in dataclasses.fields(Config) if f.name != "path"]:
+    sections = all_sections()
+    for name in [f.name for f in dataclasses.fields(Config) if f.name not in ("path", "sections")]:
         keys.append(name)
-        if name in SECTIONS:
-            keys += [f"{name}.{leaf}" for leaf in _keys_of(SECTIONS[name])]
+        if name in sections:
+            keys += [f"{name}.{leaf}" for leaf in _keys_of(sections[name])]
+    for name in processor_sections():
+        keys += [name, *(f"{name}.{leaf}" for leaf in _keys_of(sections[name]))]
     return keys
 
 
@@ -492,7 +441,7 @@ def json_schema() -> dict[str, Any]:
     top = {name: properties(Config)[name] for name in _TOP_LEVEL}
     sections = {
         name: {"type": "object", "additionalProperties": False, "properties": properties(cls)}
-        for name, cls in SECTIONS.items()
+        for name, cls in all_sections().items()
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -559,21 +508,23 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     catalog = _read(path, raw, "catalog", "catalog", _key(Config, "catalog"), {})
     if catalog is None:
         raise ConfigError(f"{path}: missing config key 'catalog' (the curated catalogue YAML)")
-    sections = {name: _section(path, raw, name, cls) for name, cls in SECTIONS.items() if name != "source"}
+    core = {name: _section(path, raw, name, cls) for name, cls in SECTIONS.items() if name != "source"}
+    processors = {name: _section(path, raw, name, cls) for name, cls in processor_sections().items()}
     store = _read(path, raw, "store", "store", _key(Config, "store"), {})
-    return Config(path=path, source=source, catalog=catalog, store=store, **sections)
+    return Config(path=path, source=source, catalog=catalog, store=store, sections=processors, **core)
 
 
 def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
     """Unknown keys (typos, a key in the wrong section) and sections that are not mappings."""
+    sections = all_sections()
     for key, value in raw.items():
-        if key not in SECTIONS and key not in _TOP_LEVEL:
+        if key not in sections and key not in _TOP_LEVEL:
             raise ConfigError(f"{where(path, raw, key)}: unknown config key '{key}'{_did_you_mean(key)}")
-        if key not in SECTIONS or value is None:
+        if key not in sections or value is None:
             continue
         if not isinstance(value, dict):
             raise ConfigError(f"{where(path, raw, key)}: config key '{key}' must be a mapping")
-        known = _keys_of(SECTIONS[key])
+        known = _keys_of(sections[key])
         for leaf in value:
             if leaf not in known:
                 name = f"{key}.{leaf}"

@@ -10,7 +10,7 @@ from typing import Any
 from .. import digest
 from ..config import Config
 from ..gcpause import bulk_phase
-from ..model import Enrichment
+from ..model import FoundMetadata
 from ..processing import Job, Report
 from ..processing.enrich import NAME, enrichment
 from ..processing.enrich.run import Found, enrich
@@ -89,7 +89,7 @@ def run_enrich(
     return EnrichResult(report, answers, dry_run)
 
 
-def _answer(found: Found, filled: Enrichment | None, table: Any) -> ItemAnswer:
+def _answer(found: Found, filled: FoundMetadata | None, table: Any) -> ItemAnswer:
     query, value = found.query, found.value
     if filled is None:
         return ItemAnswer(query.key, query.title, found.outcome, candidates=list(value.get("candidates", [])))

@@ -12,8 +12,9 @@ from typing import Any
 from ..catalogue import load_catalogue
 from ..config import Config
 from ..gcpause import bulk_phase
-from ..model import ENRICHMENT, Catalogue, Library, Placement, collection_path, in_collections
+from ..model import Catalogue, Library, Placement, collection_path, in_collections
 from ..processing import Derived
+from ..processing.enrich import NAME as ENRICH  # its answers make the report's enrichment summary
 from ..reconcile import MatchResult
 from ..reconcile.categories import near_duplicates
 from ..text import blank
@@ -94,7 +95,7 @@ def _status_report(config: Config) -> StatusReport:
     with open_store(config, readonly=True) as store:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = store.sync_state
-    answers = merged.derived.get(ENRICHMENT, {})
+    answers = merged.derived.get(ENRICH, {})
     # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
     # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
     rows, every, library = merged.page.rows, merged.reconciliation.placements, merged.library

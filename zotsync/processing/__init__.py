@@ -1,14 +1,21 @@
 """The stage between the pull and the page: processors derive data from the library that Zotero does not
 hold (a venue from a metadata service, say), keep it in the store, and hand it to the page.
 
-A processor is one module listed in BUILT_IN, whose PROCESSOR has:
+A built-in processor is one module listed in BUILT_IN, whose PROCESSOR has:
 
-- `name` (the key of its results in the store's `derived` table, and of its report in `status`);
+- `name` (the key of its results in the store's `derived` table, of its report in `status`, and of its
+  config section);
 - `enabled(config)`: whether `sync` runs it (a command of its own may run it whatever this says);
 - `run(job) -> Report`: derive what is due, within `job.deadline`, and save it with `job.save`; it must
   end by the deadline and never fail a sync for what a service does (it says so in its report);
-- `attach(library, results) -> Library`: the library as the page sees it, with the results joined in
-  (`Library.derived`): reconcile reads them there, never from the store.
+- `attach(library, results) -> Library`: the library as the page sees it, with the results joined in:
+  the metadata it found in the typed `Library.found`, which reconcile reads whoever filled it (the core
+  names no processor), anything else in `Library.derived` under its name;
+- optionally `settings`: the model of its config section (a dataclass of `config.setting` fields), read
+  with the core's sections and given back by `config.section(name)`.
+
+An installed package adds a processor through the `zotsync.processors` entry point (docs/plugins.md);
+a program using zotsync as a library adds one for its run with `register`.
 
 A processor that has nothing to do should learn it cheaply: `Job.remember` keeps a small note of its own
 between runs (say, the store's content generation when it last found nothing due), which `Job.mark`
@@ -30,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..config import Config
 from ..model import Library
@@ -41,8 +48,21 @@ log = logging.getLogger("zotsync")
 
 # Processor name → the module whose PROCESSOR it is, in the order `sync` runs them.
 BUILT_IN: dict[str, str] = {"enrich": "zotsync.processing.enrich"}
+GROUP = "zotsync.processors"  # the entry-point group of processor plugins
 
-__all__ = ["BUILT_IN", "Derived", "Job", "Processor", "Report", "attach_all", "get", "run_stage"]
+__all__ = [
+    "BUILT_IN",
+    "Derived",
+    "Job",
+    "Processor",
+    "Report",
+    "attach_all",
+    "get",
+    "names",
+    "register",
+    "run_stage",
+    "sections",
+]
 
 
 @dataclass(slots=True)
@@ -105,6 +125,7 @@ def _marks(store: Store) -> dict[str, Any]:
     return marks if isinstance(marks, dict) else {}
 
 
+@runtime_checkable
 class Processor(Protocol):
     name: str
 
@@ -115,16 +136,52 @@ class Processor(Protocol):
     def attach(self, library: Library, results: Mapping[str, Derived]) -> Library: ...
 
 
-@cache
-def get(name: str) -> Processor:
-    processor: Processor = importlib.import_module(BUILT_IN[name]).PROCESSOR
+_extra: dict[str, Processor] = {}
+
+
+def register(processor: Processor) -> Processor:
+    """Add a processor for this run (a program using zotsync, a test), run after the built-in ones and
+    the plugins'; before a config is loaded, when it has settings of its own."""
+    _extra[processor.name] = processor
     return processor
+
+
+def _plugins() -> dict[str, Processor]:
+    from ..plugins import discovered
+
+    return discovered(GROUP, Processor, tuple(BUILT_IN))
+
+
+def names() -> tuple[str, ...]:
+    """Every processor's name, in the order `sync` runs them: the built-in ones, the plugins', then
+    those `register` added."""
+    return tuple(dict.fromkeys([*BUILT_IN, *_plugins(), *_extra]))
+
+
+def get(name: str) -> Processor:
+    if name in _extra:
+        return _extra[name]
+    if name in BUILT_IN:
+        return _built_in(BUILT_IN[name])
+    return _plugins()[name]
+
+
+@cache
+def _built_in(module: str) -> Processor:
+    processor: Processor = importlib.import_module(module).PROCESSOR
+    return processor
+
+
+def sections() -> dict[str, type]:
+    """Each processor's config section (its `settings`), by its name, in the order they run."""
+    found = {name: getattr(get(name), "settings", None) for name in names()}
+    return {name: settings for name, settings in found.items() if isinstance(settings, type)}
 
 
 def run_stage(config: Config, store: Store, now: Callable[[], datetime]) -> list[Report]:
     """Every enabled processor, in order (the `sync` between its pull and its exports)."""
     reports = []
-    for name in BUILT_IN:
+    for name in names():
         processor = get(name)
         if processor.enabled(config):
             job = Job(config, store, name, config.sync.deadline, now)
@@ -137,7 +194,7 @@ def run_stage(config: Config, store: Store, now: Callable[[], datetime]) -> list
 
 def attach_all(library: Library, results: Mapping[str, Mapping[str, Derived]]) -> Library:
     """The library with every processor's stored results joined in (`results`: name → key → record)."""
-    for name in BUILT_IN:
+    for name in names():
         if results.get(name):
             library = get(name).attach(library, results[name])
     return library

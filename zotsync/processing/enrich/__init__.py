@@ -25,17 +25,16 @@ from dataclasses import replace
 from typing import Any
 
 from ...config import Config
-from ...model import ENRICHMENT, Enrichment, Library
+from ...model import FoundMetadata, Library
 from .. import Derived, Job, Report
-
-NAME = ENRICHMENT
-
+from .settings import NAME, EnrichConfig
 
 # -- the processor ----------------------------------------------------------------------------------
 
 
 class Enricher:
     name = NAME
+    settings = EnrichConfig  # the `enrich` section
 
     def enabled(self, config: Config) -> bool:
         return config.enrich.enabled
@@ -49,16 +48,16 @@ class Enricher:
 
     def attach(self, library: Library, results: Mapping[str, Derived]) -> Library:
         found = {key: e for key, r in results.items() if (e := enrichment(r.value)) is not None}
-        return replace(library, derived={**library.derived, NAME: found})
+        return replace(library, found={**library.found, **found})
 
 
 PROCESSOR = Enricher()
 
 
-def enrichment(value: Any) -> Enrichment | None:
+def enrichment(value: Any) -> FoundMetadata | None:
     """A stored answer as reconcile reads it; None unless a service filled something."""
     if not isinstance(value, dict) or value.get("outcome") != "filled":
         return None
     names = ("service", "venue", "venue_key", "venue_year", "year", "doi")
     text = {name: str(value.get(name) or "") for name in names}
-    return Enrichment(published=bool(value.get("published")), **text)
+    return FoundMetadata(published=bool(value.get("published")), **text)
