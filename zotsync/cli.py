@@ -231,7 +231,7 @@ def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_cod
     started = time.monotonic()
     result = sync.run_sync(state.config, progress=not (state.quiet or as_json), full=full, force=force)
     if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
-        click.echo(json_safe(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False)))
+        click.echo(json_safe(json.dumps(result.to_dict(time.monotonic() - started), ensure_ascii=False)))
     state.say(result.pull.summary(), log_only=as_json)
     for path, wrote in result.written:
         state.say_written(path, wrote, log_only=as_json)
@@ -260,7 +260,7 @@ def status_command(state: _State, fmt: str) -> None:
     """Counts, last sync, and the reconciliation problems a curator should look at."""
     from .app import status
 
-    report = status.status(state.config).to_json()
+    report = status.status(state.config).to_dict()
     if fmt == "json":
         click.echo(json_safe(json.dumps(report, ensure_ascii=False, indent=2)))
     else:  # one line per row: the data is made one-line (and harmless on a terminal) before formatting
@@ -335,7 +335,7 @@ def list_command(
     filters = listing.Filters(uncurated=uncurated, collection=collection, tag=tag, search=search)
     items = listing.list_items(state.config, filters)
     if fmt == "json":
-        click.echo(json_safe(json.dumps([item.as_json() for item in items], ensure_ascii=False, indent=2)))
+        click.echo(json_safe(json.dumps([item.to_dict() for item in items], ensure_ascii=False, indent=2)))
         return
     if items:  # one line per item whatever its title holds, and nothing that drives the terminal
         click.echo("\n".join(one_line(listing.format_line(item)) for item in items))
@@ -362,7 +362,7 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str) 
 
     hits = search.search(state.config, " ".join(words), limit)
     if fmt == "json":
-        click.echo(json_safe(json.dumps([hit.as_json() for hit in hits], ensure_ascii=False, indent=2)))
+        click.echo(json_safe(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False, indent=2)))
         return
     if hits:
         click.echo("\n".join(search.format_hit(hit) for hit in hits))

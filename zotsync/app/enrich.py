@@ -4,7 +4,7 @@ services now, whatever `enrich.enabled` says (zotsync/processing/enrich does the
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import digest
@@ -12,8 +12,9 @@ from ..config import Config
 from ..gcpause import bulk_phase
 from ..model import FoundMetadata
 from ..processing import Job, Report
-from ..processing.enrich import NAME, enrichment
+from ..processing.enrich import enrichment
 from ..processing.enrich.run import Found, enrich
+from ..processing.enrich.settings import NAME
 from ..reconcile.venue import enriched_venue, load_venue_table
 from ..store import exclusive_lock
 from .stores import open_store
@@ -52,6 +53,15 @@ class EnrichResult:
     report: Report
     answers: list[ItemAnswer]
     dry_run: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run's counts and each item's answer."""
+        return {
+            "dry_run": self.dry_run,
+            "counts": dict(self.report.counts),
+            "warnings": list(self.report.warnings),
+            "answers": [asdict(answer) for answer in self.answers],
+        }
 
     def summary(self) -> str:
         counts = self.report.counts

@@ -14,7 +14,7 @@ from ..config import Config
 from ..gcpause import bulk_phase
 from ..model import Catalogue, Library, Placement, collection_path, in_collections
 from ..processing import Derived
-from ..processing.enrich import NAME as ENRICH  # its answers make the report's enrichment summary
+from ..processing.enrich.settings import NAME as ENRICH  # its answers make the report's enrichment summary
 from ..reconcile import MatchResult
 from ..reconcile.categories import near_duplicates
 from ..text import blank
@@ -61,7 +61,7 @@ class EnrichmentSummary:
 
 @dataclass(frozen=True, slots=True)
 class StatusReport:
-    """What `zotsync status` reports; `to_json` is what `status --format json` prints. Each list holds
+    """What `zotsync status` reports; `to_dict` is what `status --format json` prints. Each list holds
     one JSON-shaped record per finding (docs/commands.md names their fields)."""
 
     library: LibrarySummary
@@ -79,8 +79,19 @@ class StatusReport:
         default_factory=lambda: EnrichmentSummary({"filled": 0, "ambiguous": 0, "not_found": 0}, {}, [])
     )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    to_json = to_dict  # the name of zotsync 0.2 and earlier
+
+    def summary(self) -> str:
+        """One line: the page's papers and the catalogue's matches."""
+        page = self.catalogue
+        return (
+            f"{page.entries} papers in {page.categories} categories ({page.read} read, {page.unread} "
+            f"unread); {page.matched} of {page.curated} curated papers matched, {len(self.unmatched)} "
+            f"unmatched; {self.library.items} items in the library"
+        )
 
 
 def status(config: Config) -> StatusReport:
