@@ -134,10 +134,10 @@ def test_a_new_store_is_marked_and_a_failed_creation_leaves_nothing(
 
     import zotsync.store.db as store_module
 
-    def fail(db: sqlite3.Connection, number: int) -> None:
+    def fail(db: sqlite3.Connection) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(store_module, "apply_migration", fail)
+    monkeypatch.setattr(store_module, "upgrade", fail)
     with pytest.raises(StoreError, match="cannot open the store"):
         Store(tmp_path / "other.sqlite")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
