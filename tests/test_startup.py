@@ -19,10 +19,12 @@ def loaded_after(code: str) -> set[str]:
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
+@pytest.mark.slow
 def test_importing_the_cli_loads_nothing_heavy() -> None:
     assert not loaded_after("import zotsync.cli") & set(HEAVY)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_load_nothing_heavy(flag: str) -> None:
     modules = loaded_after(f"from zotsync.cli import main\nmain([{flag!r}])")

@@ -213,6 +213,7 @@ def test_a_failure_mid_pull_leaves_the_previous_state(
         assert (snapshot_rows(store), store.library_version) == before
 
 
+@pytest.mark.slow
 def test_a_killed_process_leaves_a_consistent_store(tmp_path: Path) -> None:
     """SIGKILL in the middle of the write transaction: the next open sees the old state, not half."""
     objects = seed_objects()

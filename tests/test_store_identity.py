@@ -203,6 +203,7 @@ def test_read_only_commands_neither_create_nor_upgrade_a_store(project: Path, ru
     assert run("-q", "--config", config, "status").code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="file-size limits (RLIMIT_FSIZE) are POSIX")
 def test_a_full_disk_is_one_line_naming_it_and_the_store_keeps_its_state(project: Path) -> None:
     config = str(project / "config" / "zotsync.yaml")
