@@ -12,9 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SEEDS
 
-pytestmark = pytest.mark.slow  # builds and installs a package, runs zotsync in a subprocess
+from zotsync import sources
+from zotsync.config import SourceConfig, SourceGiven
+from zotsync.errors import ConfigError
+from zotsync.sources.memory import MemorySource
 
 GUIDE = ROOT / "docs" / "plugins.md"
 
@@ -85,6 +88,7 @@ def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+@pytest.mark.slow  # builds and installs a package, runs zotsync in a subprocess
 def test_the_guide_s_format_plugin_is_written_by_sync(project: Path, plugins: Path) -> None:
     config = use_formats(project, "md, csv, shelf")
     done = zotsync(plugins, "--config", config, "sync")
@@ -107,6 +111,7 @@ def test_the_guide_s_format_plugin_is_written_by_sync(project: Path, plugins: Pa
     assert len(warnings) == 1 and "this plugin is broken" in warnings[0], done.stderr
 
 
+@pytest.mark.slow
 def test_a_plugin_s_format_is_valid_where_a_built_in_one_is(project: Path, plugins: Path) -> None:
     helped = zotsync(plugins, "export", "--help")
     assert helped.returncode == 0 and "md|csv|html|bib|atom|shelf]" in helped.stdout, helped.stdout
@@ -120,3 +125,46 @@ def test_a_plugin_s_format_is_valid_where_a_built_in_one_is(project: Path, plugi
     refused = zotsync(project / "nothing-installed", "--config", config, "sync")
     assert refused.returncode == 2
     assert "config key 'exports.formats' must list some of md, csv, html, bib, atom" in refused.stderr
+
+
+def test_a_source_type_of_one_s_own_is_valid_in_source_type_and_its_check_speaks(
+    project: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A type of source a package adds (here `register`ed, as the `zotsync.sources` entry point's are
+    read into the same registry): `source.type` takes it, its own check says what it needs, and a sync
+    reads the library through it."""
+    import contextlib
+    import json
+
+    objects = json.loads((SEEDS / "zotero-library.json").read_text(encoding="utf-8"))
+
+    @contextlib.contextmanager
+    def open_memory(config: SourceConfig, progress: bool, deadline: float):
+        yield MemorySource(objects, name=config.library_id)
+
+    def needs_a_name(given: SourceGiven) -> None:
+        if not given.values["library_id"]:
+            raise ConfigError(f"{given.path}: source.type memory needs 'source.library_id' (a name)")
+
+    monkeypatch.setattr(sources, "_extra", {})
+    sources.register(sources.SourceType("memory", "a library held in memory", open_memory, needs_a_name))
+    config = project / "config" / "zotsync.yaml"
+    assert run("-q", "--config", str(config), "sync").code == 0  # the snapshot the memory source holds
+    page = (project / "exports" / "catalog.md").read_text(encoding="utf-8")
+    text = config.read_text(encoding="utf-8")
+    config.write_text(re.sub(r"source:\n(  .*\n)+", "source:\n  type: memory\n", text), encoding="utf-8")
+    refused = run("--config", str(config), "sync")
+    assert refused.code == 2 and "source.type memory needs 'source.library_id' (a name)" in refused.err
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text.replace("  type: memory\n", "  type: memory\n  library_id: demo\n"), encoding="utf-8"
+    )
+    synced = run("--config", str(config), "sync")
+    assert synced.code == 0, synced.err
+    assert (project / "exports" / "catalog.md").read_text(encoding="utf-8") == page
+    # an unknown type names every type there is, the registered one too
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("type: memory", "type: nothing"), encoding="utf-8"
+    )
+    unknown = run("--config", str(config), "sync")
+    assert unknown.code == 2 and "must be one of snapshot, web, local, memory, not 'nothing'" in unknown.err
