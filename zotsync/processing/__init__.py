@@ -37,12 +37,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..config import Config
-from ..model import Library
-from ..store import Store
-from ..store.derived import Derived
+if TYPE_CHECKING:  # the registry is read when a config is loaded: it imports neither the store nor the model
+    from ..config import Config
+    from ..model import Library
+    from ..store import Store
+    from ..store.derived import Derived
 
 log = logging.getLogger("zotsync")
 
@@ -198,6 +199,15 @@ def attach_all(library: Library, results: Mapping[str, Mapping[str, Derived]]) -
         if results.get(name):
             library = get(name).attach(library, results[name])
     return library
+
+
+def __getattr__(name: str) -> Any:
+    """`Derived`, the store's record of a result, imported from the store when first named here."""
+    if name == "Derived":
+        from ..store.derived import Derived
+
+        return Derived
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def report_json(reports: Iterable[Report]) -> dict[str, Any]:

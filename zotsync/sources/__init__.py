@@ -12,16 +12,19 @@ import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..config import DEFAULT_DEADLINE, SourceConfig, SourceGiven
 from ..errors import ConfigError
-from .base import Source
-from .snapshot import SnapshotSource
+
+if TYPE_CHECKING:  # the registry is read when a config is loaded: no source (nor the model) loads then
+    from .base import Source
+    from .snapshot import SnapshotSource
+
+    # How a type opens its source: (the section, draw a progress bar, the pull's deadline in seconds).
+    Opener = Callable[[SourceConfig, bool, float], AbstractContextManager[Source]]
 
 GROUP = "zotsync.sources"  # the entry-point group of source plugins
-
-# How a type opens its source: (the section, draw a progress bar, the pull's deadline in seconds).
-Opener = Callable[[SourceConfig, bool, float], AbstractContextManager[Source]]
 
 
 def _needs_nothing(given: SourceGiven) -> None:
@@ -60,6 +63,8 @@ def _open_local(config: SourceConfig, progress: bool, deadline: float) -> Iterat
 
 @contextlib.contextmanager
 def _open_snapshot(config: SourceConfig, progress: bool, deadline: float) -> Iterator[Source]:
+    from .snapshot import SnapshotSource
+
     assert config.path is not None  # guaranteed by `_check_snapshot`
     yield SnapshotSource(config.path)
 
@@ -135,6 +140,19 @@ def open_source(
     HTTP."""
     with get(config.type).open(config, progress, deadline) as source:
         yield source
+
+
+def __getattr__(name: str) -> Any:
+    """`Source` (the protocol) and `SnapshotSource`, imported when first named here."""
+    if name == "Source":
+        from .base import Source
+
+        return Source
+    if name == "SnapshotSource":
+        from .snapshot import SnapshotSource
+
+        return SnapshotSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["BUILT_IN", "SnapshotSource", "Source", "SourceType", "get", "names", "open_source", "register"]

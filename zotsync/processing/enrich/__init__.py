@@ -22,12 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...config import Config
-from ...model import FoundMetadata, Library
-from .. import Derived, Job, Report
 from .settings import NAME, EnrichConfig
+
+if TYPE_CHECKING:  # read when a config is loaded (its section): neither the store nor the model load then
+    from ...config import Config
+    from ...model import FoundMetadata, Library
+    from .. import Derived, Job, Report
 
 # -- the processor ----------------------------------------------------------------------------------
 
@@ -56,6 +58,8 @@ PROCESSOR = Enricher()
 
 def enrichment(value: Any) -> FoundMetadata | None:
     """A stored answer as reconcile reads it; None unless a service filled something."""
+    from ...model import FoundMetadata
+
     if not isinstance(value, dict) or value.get("outcome") != "filled":
         return None
     names = ("service", "venue", "venue_key", "venue_year", "year", "doi")
