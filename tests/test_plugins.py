@@ -4,18 +4,22 @@ by a real `zotsync sync`; a plugin that fails to load is one warning line and th
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SEEDS
+from conftest import ROOT
 
 from zotsync import sources
-from zotsync.config import SourceConfig, SourceGiven
+from zotsync.config import SourceConfig, SourceGiven, local_path
 from zotsync.errors import ConfigError
 from zotsync.sources.memory import MemorySource
 
@@ -127,19 +131,24 @@ def test_a_plugin_s_format_is_valid_where_a_built_in_one_is(project: Path, plugi
     assert "config key 'exports.formats' must list some of md, csv, html, bib, atom" in refused.stderr
 
 
-def test_a_source_type_of_one_s_own_is_valid_in_source_type_and_its_check_speaks(
+@dataclass(frozen=True, slots=True)
+class MemorySettings:
+    """The memory type's own key in the `source` section."""
+
+    objects: Path | None = local_path(None, "a JSON file of its objects")  # noqa: RUF009 (a config key)
+
+
+def test_a_source_type_of_one_s_own_is_valid_in_source_type_with_its_own_keys_and_check(
     project: Path, run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A type of source a package adds (here `register`ed, as the `zotsync.sources` entry point's are
-    read into the same registry): `source.type` takes it, its own check says what it needs, and a sync
-    reads the library through it."""
-    import contextlib
-    import json
-
-    objects = json.loads((SEEDS / "zotero-library.json").read_text(encoding="utf-8"))
+    read into the same registry): `source.type` takes it, its own keys in the `source` section are read
+    like any (a typo is one line), its own check says what it needs, and a sync reads the library
+    through it."""
 
     @contextlib.contextmanager
-    def open_memory(config: SourceConfig, progress: bool, deadline: float):
+    def open_memory(config: SourceConfig, progress: bool, deadline: float) -> Iterator[MemorySource]:
+        objects = json.loads(config.options.objects.read_text(encoding="utf-8"))
         yield MemorySource(objects, name=config.library_id)
 
     def needs_a_name(given: SourceGiven) -> None:
@@ -147,24 +156,29 @@ def test_a_source_type_of_one_s_own_is_valid_in_source_type_and_its_check_speaks
             raise ConfigError(f"{given.path}: source.type memory needs 'source.library_id' (a name)")
 
     monkeypatch.setattr(sources, "_extra", {})
-    sources.register(sources.SourceType("memory", "a library held in memory", open_memory, needs_a_name))
+    memory = sources.SourceType("memory", "a library in memory", open_memory, needs_a_name, MemorySettings)
+    sources.register(memory)
     config = project / "config" / "zotsync.yaml"
     assert run("-q", "--config", str(config), "sync").code == 0  # the snapshot the memory source holds
     page = (project / "exports" / "catalog.md").read_text(encoding="utf-8")
-    text = config.read_text(encoding="utf-8")
-    config.write_text(re.sub(r"source:\n(  .*\n)+", "source:\n  type: memory\n", text), encoding="utf-8")
+
+    def source_section(lines: str) -> None:
+        text = config.read_text(encoding="utf-8")
+        config.write_text(re.sub(r"source:\n(  .*\n)+", f"source:\n{lines}", text), encoding="utf-8")
+
+    source_section("  type: memory\n  objects: ../seeds/zotero-library.json\n")
     refused = run("--config", str(config), "sync")
     assert refused.code == 2 and "source.type memory needs 'source.library_id' (a name)" in refused.err
-    text = config.read_text(encoding="utf-8")
-    config.write_text(
-        text.replace("  type: memory\n", "  type: memory\n  library_id: demo\n"), encoding="utf-8"
-    )
+    source_section("  type: memory\n  library_id: demo\n  object: ../seeds/zotero-library.json\n")
+    typo = run("--config", str(config), "sync")
+    assert typo.code == 2 and "zotsync.yaml:6: unknown config key 'source.object'" in typo.err
+    source_section("  type: memory\n  library_id: demo\n  objects: ../seeds/zotero-library.json\n")
     synced = run("--config", str(config), "sync")
     assert synced.code == 0, synced.err
     assert (project / "exports" / "catalog.md").read_text(encoding="utf-8") == page
-    # an unknown type names every type there is, the registered one too
-    config.write_text(
-        config.read_text(encoding="utf-8").replace("type: memory", "type: nothing"), encoding="utf-8"
-    )
+    # the key is the memory type's alone, and an unknown type names every type there is
+    source_section("  type: snapshot\n  path: ../seeds/zotero-library.json\n  objects: x.json\n")
+    assert "unknown config key 'source.objects'" in run("--config", str(config), "sync").err
+    source_section("  type: nothing\n")
     unknown = run("--config", str(config), "sync")
     assert unknown.code == 2 and "must be one of snapshot, web, local, memory, not 'nothing'" in unknown.err

@@ -246,6 +246,9 @@ class SourceConfig:
         metadata={"key": Key(_text, "web: a Zotero API key (ZOTERO_API_KEY overrides)", {"type": "string"})},
     )
     base_url: str = text(DEFAULT_BASE_URL, "web: another base URL; local: the desktop's local API")
+    # A source type's own keys in this section (its `SourceType.settings`, read by the same rules), for a
+    # type that declares some (a plugin's); None for the built-in types, which use the keys above.
+    options: Any = None
 
     @property
     def local_api(self) -> bool:
@@ -524,13 +527,29 @@ def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
             continue
         if not isinstance(value, dict):
             raise ConfigError(f"{where(path, raw, key)}: config key '{key}' must be a mapping")
-        known = _keys_of(sections[key])
+        known = _keys_of(sections[key]) + (_keys_of(_type_settings(value)) if key == "source" else [])
         for leaf in value:
             if leaf not in known:
                 name = f"{key}.{leaf}"
                 raise ConfigError(
                     f"{where(path, value, leaf)}: unknown config key '{name}'{_did_you_mean(name)}"
                 )
+
+
+def _type_settings(section: Mapping[str, Any]) -> type:
+    """The model of the keys a source type of its own adds to the `source` section (`SourceType.settings`);
+    an empty one for a type that adds none, or a type no registry knows (`source.type` says so)."""
+    kind = section.get("type")
+    registry = _source_types()
+    if not isinstance(kind, str) or kind not in registry.names():
+        return _NoSettings
+    settings: type = registry.get(kind).settings or _NoSettings
+    return settings
+
+
+@dataclass(frozen=True, slots=True)
+class _NoSettings:
+    pass
 
 
 def _did_you_mean(name: str) -> str:
@@ -608,6 +627,7 @@ def _source(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> S
         )
     _source_types().get(kind).check(SourceGiven(path, src, values, from_env))  # what this type needs
     reading = Reading(path, src, "path", "source.path", {})
+    settings = _source_types().get(kind).settings
     return SourceConfig(
         type=kind,
         path=reading.local(values["path"]) if values["path"] else None,
@@ -615,6 +635,7 @@ def _source(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> S
         library_id=values["library_id"],
         api_key=api_key,
         base_url=(values["base_url"] or DEFAULT_BASE_URL).rstrip("/"),
+        options=_section(path, raw, "source", settings) if settings else None,
     )
 
 

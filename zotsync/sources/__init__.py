@@ -1,7 +1,8 @@
 """Zotero sources. Each turns its own records into model objects and reports changes since a version.
 
 A kind of source is a `SourceType`: its name (the value of `source.type` and `init --source`), what it
-needs of the `source` section (`check`, one clear line when something is missing), and how to `open`
+needs of the `source` section (`check`, one clear line when something is missing), keys of its own
+there (`settings`, read as every section is: config.py delegates them to the type), and how to `open`
 one. The built-in types are listed in BUILT_IN; an installed package adds one through the
 `zotsync.sources` entry point (docs/plugins.md), a program using zotsync with `register`.
 """
@@ -39,6 +40,9 @@ class SourceType:
     # What this type needs of the `source` section, beyond what every type is checked for (the key's
     # form, the URL's scheme): raises ConfigError, pointing at where the user wrote the value.
     check: Callable[[SourceGiven], None] = _needs_nothing
+    # Keys of its own in the `source` section: a dataclass of `config.setting` fields, read by the same
+    # rules as every section's; the values reach `open` as `config.options`. None: the common keys only.
+    settings: type | None = None
 
 
 @contextlib.contextmanager
