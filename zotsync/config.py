@@ -395,17 +395,18 @@ SECTIONS: dict[str, type] = {
 _TOP_LEVEL = ("catalog", "store")  # keys of Config itself
 
 
-def processor_sections() -> dict[str, type]:
+def processor_sections(plugins: bool = True) -> dict[str, type]:
     """Each processor's section, by the processor's name, in the order they run: the model of its
-    settings (its `settings`, a dataclass of `setting` fields), read by the same rules as the core's.
-    The processors' registry imports this module, so it is named here, not imported."""
-    sections: dict[str, type] = importlib.import_module("zotsync.processing").sections()
+    settings (its `settings`, a dataclass of `setting` fields), read by the same rules as the core's;
+    without `plugins`, the built-in processors' alone. The processors' registry imports this module,
+    so it is named here, not imported."""
+    sections: dict[str, type] = importlib.import_module("zotsync.processing").sections(plugins)
     return sections
 
 
-def all_sections() -> dict[str, type]:
+def all_sections(plugins: bool = True) -> dict[str, type]:
     """The core's sections, then the processors'."""
-    return {**SECTIONS, **processor_sections()}
+    return {**SECTIONS, **processor_sections(plugins)}
 
 
 def _key(cls: type, name: str) -> Key:
@@ -416,16 +417,16 @@ def _keys_of(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if "key" in f.metadata]
 
 
-def config_keys() -> list[str]:
-    """Every key the config file accepts, dotted (`source.type`), in the model's order: what
-    docs/configuration.md must document."""
+def config_keys(plugins: bool = False) -> list[str]:
+    """Every key of zotsync's own the config file accepts, dotted (`source.type`), in the model's order:
+    what docs/configuration.md must document; with `plugins`, the installed processors' too."""
     keys = []
-    sections = all_sections()
+    sections = all_sections(plugins)
     for name in [f.name for f in dataclasses.fields(Config) if f.name not in ("path", "sections")]:
         keys.append(name)
         if name in sections:
             keys += [f"{name}.{leaf}" for leaf in _keys_of(sections[name])]
-    for name in processor_sections():
+    for name in processor_sections(plugins):
         keys += [name, *(f"{name}.{leaf}" for leaf in _keys_of(sections[name]))]
     return keys
 
@@ -444,7 +445,7 @@ def json_schema() -> dict[str, Any]:
     top = {name: properties(Config)[name] for name in _TOP_LEVEL}
     sections = {
         name: {"type": "object", "additionalProperties": False, "properties": properties(cls)}
-        for name, cls in all_sections().items()
+        for name, cls in all_sections(plugins=False).items()
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -555,7 +556,7 @@ class _NoSettings:
 def _did_you_mean(name: str) -> str:
     """` (did you mean 'source.library_id'?)` for a typo, or for a key put in the wrong section."""
     parent, _, leaf = name.rpartition(".")
-    known = [key.rpartition(".") for key in config_keys()]
+    known = [key.rpartition(".") for key in config_keys(plugins=True)]
     siblings = [k_leaf for k_parent, _, k_leaf in known if k_parent == parent]
     near = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.6)
     if near:

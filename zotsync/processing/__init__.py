@@ -173,9 +173,10 @@ def _built_in(module: str) -> Processor:
     return processor
 
 
-def sections() -> dict[str, type]:
-    """Each processor's config section (its `settings`), by its name, in the order they run."""
-    found = {name: getattr(get(name), "settings", None) for name in names()}
+def sections(plugins: bool = True) -> dict[str, type]:
+    """Each processor's config section (its `settings`), by its name, in the order they run; without
+    `plugins`, the built-in processors' alone."""
+    found = {name: getattr(get(name), "settings", None) for name in (names() if plugins else BUILT_IN)}
     return {name: settings for name, settings in found.items() if isinstance(settings, type)}
 
 
