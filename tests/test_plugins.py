@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT
 
 from zotsync import sources
-from zotsync.config import SourceConfig, SourceGiven, local_path
+from zotsync.config import SOURCE_TYPES, SourceConfig, SourceGiven, local_path
 from zotsync.errors import ConfigError
 from zotsync.sources.memory import MemorySource
 
@@ -182,3 +182,4 @@ def test_a_source_type_of_one_s_own_is_valid_in_source_type_with_its_own_keys_an
     source_section("  type: nothing\n")
     unknown = run("--config", str(config), "sync")
     assert unknown.code == 2 and "must be one of snapshot, web, local, memory, not 'nothing'" in unknown.err
+    assert tuple(sources.BUILT_IN) == SOURCE_TYPES  # what the JSON Schema lists: the built-in ones

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # user's config folder (platformdirs) comes last.
 SEARCH_PATHS = (Path("zotsync.yaml"), Path("config/zotsync.yaml"))
 CONFIG_NAME = "zotsync.yaml"
-SOURCE_TYPES = ("snapshot", "web", "local")
+SOURCE_TYPES = ("snapshot", "web", "local")  # zotsync.sources.BUILT_IN's names, for the JSON Schema
 DEFAULT_BASE_URL = "https://api.zotero.org"
 DEFAULT_DEADLINE = 600.0  # seconds a pull may take before it gives up: an unattended run always ends
 MAX_DEADLINE = 86400.0
