@@ -27,7 +27,7 @@ from .stores import open_store
 class LibrarySummary:
     type: str
     id: str
-    kind: str  # web, local-api, local or snapshot
+    kind: str  # the source id's type: web, local-api, local, snapshot (or a plugin's)
     name: str
     source: str  # the file, or the Web API's URL
     version: int | None
@@ -196,9 +196,10 @@ def enrichment_summary(
 
 
 def origin(source_id: str) -> str:
-    """Where a source id says the library came from: the file, or the Web API's URL."""
-    kind, _, where = source_id.partition(":")
-    return where.partition("#")[0] if kind in ("local", "snapshot") else where
+    """Where a source id (`<type>:<where>`) says the library came from: the Web API's URL, or the file
+    without the library a `#` names in it; whichever type of source wrote it."""
+    _, _, where = source_id.partition(":")
+    return where if where.startswith(("http://", "https://")) else where.partition("#")[0]
 
 
 def untitled(rows: Sequence[Placement]) -> list[dict[str, Any]]:
