@@ -176,6 +176,8 @@ def test_a_source_type_of_one_s_own_is_valid_in_source_type_with_its_own_keys_an
     synced = run("--config", str(config), "sync")
     assert synced.code == 0, synced.err
     assert (project / "exports" / "catalog.md").read_text(encoding="utf-8") == page
+    library = json.loads(run("--config", str(config), "status", "--format", "json").out)["library"]
+    assert (library["kind"], library["source"]) == ("memory", "demo")  # its id, `memory:demo`, read as any
     # the key is the memory type's alone, and an unknown type names every type there is
     source_section("  type: snapshot\n  path: ../seeds/zotero-library.json\n  objects: x.json\n")
     assert "unknown config key 'source.objects'" in run("--config", str(config), "sync").err
