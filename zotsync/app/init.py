@@ -147,7 +147,10 @@ def config_text(source: str, library_type: str, library_id: str, path: Path) -> 
             '  # api_key: ""                 # better: export ZOTERO_API_KEY=… (a public library needs none)',
         ]
     else:
-        what = "a Zotero data directory or its zotero.sqlite" if source == "local" else "a snapshot file"
+        what = {"local": "a Zotero data directory or its zotero.sqlite", "snapshot": "a snapshot file"}.get(
+            source,
+            f"where the {source} source reads the library",  # a plugin's type
+        )
         source_lines = [
             f"  type: {source:<22} # web | local | snapshot",
             f"  path: {json.dumps(path.as_posix(), ensure_ascii=False)}   # {what}",
