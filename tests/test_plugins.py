@@ -71,7 +71,8 @@ def use_formats(project: Path, names: str) -> str:
 
 @pytest.fixture(scope="module")
 def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding the guide's `zotsync-shelf`, installed, and a broken plugin beside it."""
+    """A folder holding the guide's `zotsync-shelf`, installed, and beside it a broken package: a format
+    whose module fails to import, and a "processor" that is not one."""
     files = guide_files()
     assert set(files) == {"pyproject.toml", "zotsync_shelf.py"}, files
     shelf = tmp_path_factory.mktemp("zotsync-shelf")
@@ -81,11 +82,14 @@ def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (broken / "pyproject.toml").write_text(
         files["pyproject.toml"]
         .replace('name = "zotsync-shelf"', 'name = "zotsync-broken"')
-        .replace('shelf = "zotsync_shelf:EXPORTER"', 'broken = "zotsync_broken:EXPORTER"'),
+        .replace('shelf = "zotsync_shelf:EXPORTER"', 'broken = "zotsync_broken:EXPORTER"')
+        + '\n[project.entry-points."zotsync.processors"]\nwrong = "zotsync_wrong:PROCESSOR"\n'
+        + '\n[tool.setuptools]\npy-modules = ["zotsync_broken", "zotsync_wrong"]\n',
         encoding="utf-8",
     )
     broken_code = "raise RuntimeError('this plugin is broken')\n"
     (broken / "zotsync_broken.py").write_text(broken_code, encoding="utf-8")
+    (broken / "zotsync_wrong.py").write_text("PROCESSOR = 'not a processor'\n", encoding="utf-8")
     target = tmp_path_factory.mktemp("site")
     install(shelf, target)
     install(broken, target)
@@ -113,6 +117,11 @@ def test_the_guide_s_format_plugin_is_written_by_sync(project: Path, plugins: Pa
     # the broken plugin beside it: one warning line naming it, and the sync went on
     warnings = [line for line in done.stderr.splitlines() if "plugin 'broken'" in line]
     assert len(warnings) == 1 and "this plugin is broken" in warnings[0], done.stderr
+    assert done.stderr.count("plugin 'wrong'") == 1
+    assert (
+        "zotsync: plugin 'wrong' (zotsync.processors, zotsync_wrong:PROCESSOR) is not a zotsync.Processor"
+        in (done.stderr)
+    )
 
 
 @pytest.mark.slow
