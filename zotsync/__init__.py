@@ -29,12 +29,12 @@ if TYPE_CHECKING:
     from .app.listing import Listed
     from .app.pull import PullReport
     from .app.search import SearchHit
-    from .app.status import StatusReport
+    from .app.status import CatalogueSummary, EnrichmentSummary, LibrarySummary, StatusReport
     from .app.sync import SyncResult
     from .config import Config
     from .errors import ConfigError, ExportError, SourceError, StoreError, ZotsyncError
     from .formats import Exporter, Output
-    from .processing import Processor
+    from .processing import Processor, Report
     from .sources import SourceType
     from .store.landing import ApplyResult
 
@@ -50,6 +50,10 @@ _TYPES = {
     "ApplyResult": "zotsync.store.landing",
     "SyncResult": "zotsync.app.sync",
     "StatusReport": "zotsync.app.status",
+    "LibrarySummary": "zotsync.app.status",
+    "CatalogueSummary": "zotsync.app.status",
+    "EnrichmentSummary": "zotsync.app.status",
+    "Report": "zotsync.processing",
     "EnrichResult": "zotsync.app.enrich",
     "ItemAnswer": "zotsync.app.enrich",
     "SearchHit": "zotsync.app.search",
@@ -62,16 +66,20 @@ _TYPES = {
 
 __all__ = [
     "ApplyResult",
+    "CatalogueSummary",
     "Config",
     "ConfigError",
     "EnrichResult",
+    "EnrichmentSummary",
     "ExportError",
     "Exporter",
     "ItemAnswer",
+    "LibrarySummary",
     "Listed",
     "Output",
     "Processor",
     "PullReport",
+    "Report",
     "SearchHit",
     "SourceError",
     "SourceType",
