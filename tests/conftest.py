@@ -15,6 +15,18 @@ ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
 
 
+# Tests that drive a browser, build the wheel or run an external checker are `slow`, whatever module they
+# are in (the others that run a subprocess are marked where they are): `pytest -m "not slow"` is the quick
+# loop while working; CI runs everything.
+SLOW_FIXTURES = frozenset({"browser", "built_wheel", "biber", "vnu", "axe_source"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def run(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
     """Run the real `zotsync` entry point in-process and capture what a user would see."""

@@ -78,6 +78,7 @@ def place(kind: str, where: Path) -> Path:
     return Path(kind)
 
 
+@pytest.mark.slow
 @posix_only
 @pytest.mark.parametrize("kind", ["pipe", "/dev/zero", "/dev/urandom"])
 @pytest.mark.parametrize("what", INPUTS)
@@ -188,6 +189,7 @@ def test_a_snapshot_past_its_bound_is_refused_unread(tmp_path: Path, run) -> Non
     )
 
 
+@pytest.mark.slow
 @posix_only
 def test_a_log_file_that_is_a_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
     log = tmp_path / "zotsync.log"

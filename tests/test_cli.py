@@ -191,6 +191,7 @@ def test_version(run) -> None:
     assert result.code == 0 and result.out.startswith("zotsync, version ")
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_same_entry_point(project: Path) -> None:
     import subprocess
     import sys

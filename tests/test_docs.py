@@ -199,6 +199,7 @@ def test_the_readme_stays_a_short_guide() -> None:
     assert lines <= 300, f"README.md has {lines} lines; the reference belongs in docs/"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs is not installed (.[test])")
 def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     command = ["build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(tmp_path)]

@@ -117,47 +117,6 @@ def test_dblps_near_title_first_hit_leaves_the_venue_unknown_and_is_listed_with_
     assert "ambiguous ITEMAAAA Attention Is All You Need: venue left unknown" in got["result"].out
 
 
-def test_dblps_preprint_record_with_an_html_entity_in_its_title_gives_the_arxiv_venue(ask) -> None:
-    got = ask(
-        "dblp",
-        "dblp/publ_search_attention_h3_dac_corr_access.json",
-        "Attention Is All You Need But You Don't Need All Of It For Inference of Large Language Models",
-        [{"creatorType": "author", "firstName": "Georgy", "lastName": "Tyukin"}],
-        "2024",
-    )
-    assert got["answer"]["outcome"] == "filled" and got["answer"]["published"] is False
-    assert (got["row"]["venue"], got["row"]["venue_source"]) == ("arXiv · 2024", "dblp")
-    assert got["row"]["doi"] == ""  # a preprint's DOI is not a conference paper's
-
-
-def test_a_journal_hit_from_dblp_fills_the_venue_and_a_symbol_laden_title_finds_its_own(ask) -> None:
-    kim = [{"creatorType": "author", "firstName": "Sangyeob", "lastName": "Kim"}]
-    journal = ask(
-        "dblp",
-        "dblp/publ_search_transformer_h2_journal_and_isscc.json",
-        "C-Transformer: An Energy-Efficient Homogeneous DNN-Transformer/SNN-Transformer Processor for "
-        "Large Language Models",
-        kim,
-        "2025",
-    )
-    assert (journal["row"]["venue"], journal["row"]["venue_source"]) == (
-        "IEEE J. Solid State Circuits · 2025",
-        "dblp",
-    )
-
-
-def test_the_isscc_paper_with_units_in_its_title_is_told_from_the_journal_one(ask) -> None:
-    got = ask(
-        "dblp",
-        "dblp/publ_search_transformer_h2_journal_and_isscc.json",
-        "20.5 C-Transformer: A 2.6-18.1μJ/Token Homogeneous DNN-Transformer/Spiking-Transformer Processor "
-        "with Big-Little Network and Implicit Weight Generation for Large Language Models",
-        [{"creatorType": "author", "firstName": "Sangyeob", "lastName": "Kim"}],
-        "2024",
-    )
-    assert (got["row"]["venue"], got["row"]["venue_source"]) == ("ISSCC · 2024", "dblp")
-
-
 def test_a_single_author_given_as_an_object_is_read_and_a_letter_is_not_the_paper(ask) -> None:
     got = ask(
         "dblp",
@@ -173,11 +132,6 @@ def test_a_single_author_given_as_an_object_is_read_and_a_letter_is_not_the_pape
     (letters,) = got["answer"]["candidates"]
     assert letters["authors"] == ["Edsger W. Dijkstra"] and letters["venue"] == "Commun. ACM"
     assert got["row"]["venue"] == ""
-
-
-def test_dblps_answer_without_hits_is_not_found(ask) -> None:
-    got = ask("dblp", "dblp/publ_search_zero_hits.json", "Zzzqqqxx Nonexistent", VASWANI, "2017")
-    assert got["answer"]["outcome"] == "not_found" and got["answer"]["asked"] == {"dblp": "not_found"}
 
 
 # -- Crossref ---------------------------------------------------------------------------------------------
@@ -216,34 +170,6 @@ def test_crossrefs_wrong_first_hits_fill_nothing(
     assert (got["row"]["venue"], got["row"]["doi"]) == ("", "")
 
 
-def test_crossrefs_seventh_hit_is_taken_when_it_is_the_paper_and_the_first_is_unrelated(ask) -> None:
-    got = ask(
-        "crossref",
-        "crossref/works_query_renear_ontologies_20hits.json",
-        "XML semantics and digital libraries",
-        [{"creatorType": "author", "firstName": "Allen", "lastName": "Renear"}],
-        "2003",
-    )
-    assert got["row"]["venue"] == "2003 Joint Conference on Digital Libraries, 2003. Proceedings. · 2003"
-    assert (got["row"]["venue_source"], got["row"]["doi"]) == ("crossref", "10.1109/jcdl.2003.1204879")
-
-
-def test_crossrefs_right_first_hit_fills_the_journal_and_the_doi(ask) -> None:
-    got = ask(
-        "crossref",
-        "crossref/works_query_title_chemcrow_match.json",
-        "Augmenting large language models with chemistry tools",
-        [{"creatorType": "author", "firstName": "Andres M.", "lastName": "Bran"}],
-        "2024",
-        item_type="journalArticle",
-    )
-    assert (got["row"]["venue"], got["row"]["venue_source"]) == (
-        "Nature Machine Intelligence · 2024",
-        "crossref",
-    )
-    assert got["row"]["doi"] == "10.1038/s42256-024-00832-8"
-
-
 @pytest.mark.parametrize(
     ("prefer", "shown"),
     [
@@ -273,21 +199,6 @@ def test_a_preprint_shows_its_published_venue_when_a_service_knows_it_and_prefer
 # -- OpenAlex ---------------------------------------------------------------------------------------------
 
 
-def test_openalex_fills_the_journal_article_whose_preprint_is_listed_after_it(ask) -> None:
-    got = ask(
-        "openalex",
-        "openalex/works_titlesearch_chemistry_tools_2hits.json",
-        "Augmenting large language models with chemistry tools",
-        [{"creatorType": "author", "firstName": "Andres M.", "lastName": "Bran"}],
-        "2024",
-        item_type="journalArticle",
-    )
-    assert (got["row"]["venue"], got["row"]["venue_source"]) == (
-        "Nature Machine Intelligence · 2024",
-        "openalex",
-    )
-
-
 def test_the_preprint_whose_search_leads_with_the_published_title_is_ambiguous(ask) -> None:
     got = ask(
         "openalex",
@@ -303,53 +214,167 @@ def test_the_preprint_whose_search_leads_with_the_published_title_is_ambiguous(a
     assert (got["row"]["venue"], got["row"]["venue_source"]) == ("arXiv · 2023", "zotero")
 
 
-def test_openalexs_404_html_page_is_an_answer_not_a_failure(ask) -> None:
-    got = ask(
-        "openalex",
-        "openalex/works_doi_notfound_404.html",
-        "A paper OpenAlex does not have",
-        VASWANI,
+# -- each service's confident answer, and its answer without the paper --------------------------------
+
+
+def author(first: str, last: str) -> list[dict[str, str]]:
+    return [{"creatorType": "author", "firstName": first, "lastName": last}]
+
+
+# (service, recorded answer, title, creators, date, the item's other fields) → the row's venue, its source
+# and DOI (None: not checked), and whether the answer is a published venue (None: not checked)
+FILLED = [
+    pytest.param(
+        "dblp",
+        "dblp/publ_search_attention_h3_dac_corr_access.json",
+        "Attention Is All You Need But You Don't Need All Of It For Inference of Large Language Models",
+        author("Georgy", "Tyukin"),
+        "2024",
+        {},
+        ("arXiv · 2024", "dblp", ""),  # a preprint's DOI is not a conference paper's
+        False,
+        id="dblp: a preprint record with an HTML entity in its title gives the arXiv venue",
+    ),
+    pytest.param(
+        "dblp",
+        "dblp/publ_search_transformer_h2_journal_and_isscc.json",
+        "C-Transformer: An Energy-Efficient Homogeneous DNN-Transformer/SNN-Transformer Processor for "
+        "Large Language Models",
+        author("Sangyeob", "Kim"),
+        "2025",
+        {},
+        ("IEEE J. Solid State Circuits · 2025", "dblp", None),
+        None,
+        id="dblp: a journal hit fills the venue and a symbol-laden title finds its own",
+    ),
+    pytest.param(
+        "dblp",
+        "dblp/publ_search_transformer_h2_journal_and_isscc.json",
+        "20.5 C-Transformer: A 2.6-18.1μJ/Token Homogeneous DNN-Transformer/Spiking-Transformer Processor "
+        "with Big-Little Network and Implicit Weight Generation for Large Language Models",
+        author("Sangyeob", "Kim"),
+        "2024",
+        {},
+        ("ISSCC · 2024", "dblp", None),
+        None,
+        id="dblp: the ISSCC paper with units in its title is told from the journal one",
+    ),
+    pytest.param(
+        "crossref",
+        "crossref/works_query_renear_ontologies_20hits.json",
+        "XML semantics and digital libraries",
+        author("Allen", "Renear"),
         "2003",
-        DOI="10.1046/j.1365-2699.2003.00795",
-    )
-    assert got["answer"]["outcome"] == "not_found"
-    assert "zotsync: enrichment" not in got["result"].err  # no warning
-
-
-# -- arXiv ------------------------------------------------------------------------------------------------
-
-
-def test_arxiv_by_id_gives_a_preprint_its_venue(ask) -> None:
-    got = ask(
+        {},
+        (
+            "2003 Joint Conference on Digital Libraries, 2003. Proceedings. · 2003",
+            "crossref",
+            "10.1109/jcdl.2003.1204879",
+        ),
+        None,
+        id="crossref: the seventh hit is taken when it is the paper and the first is unrelated",
+    ),
+    pytest.param(
+        "crossref",
+        "crossref/works_query_title_chemcrow_match.json",
+        "Augmenting large language models with chemistry tools",
+        author("Andres M.", "Bran"),
+        "2024",
+        {"item_type": "journalArticle"},
+        ("Nature Machine Intelligence · 2024", "crossref", "10.1038/s42256-024-00832-8"),
+        None,
+        id="crossref: the right first hit fills the journal and the DOI",
+    ),
+    pytest.param(
+        "openalex",
+        "openalex/works_titlesearch_chemistry_tools_2hits.json",
+        "Augmenting large language models with chemistry tools",
+        author("Andres M.", "Bran"),
+        "2024",
+        {"item_type": "journalArticle"},
+        ("Nature Machine Intelligence · 2024", "openalex", None),
+        None,
+        id="openalex: the journal article whose preprint is listed after it",
+    ),
+    pytest.param(
         "arxiv",
         "arxiv/id_1706.03762_attention_is_all_you_need.xml",
         "Attention Is All You Need",
         VASWANI,
         "2017",
-        extra="arXiv: 1706.03762",
-    )
-    assert (got["row"]["venue"], got["row"]["venue_source"]) == ("arXiv · 2017", "arxiv")
-    assert got["answer"]["published"] is False
-
-
-def test_arxivs_journal_ref_is_the_published_venue_of_a_preprint(ask) -> None:
-    got = ask(
+        {"extra": "arXiv: 1706.03762"},
+        ("arXiv · 2017", "arxiv", None),
+        False,
+        id="arxiv: by id, a preprint gets its venue",
+    ),
+    pytest.param(
         "arxiv",
         "arxiv/id_astro-ph_0601001_with_journal_ref.xml",
         "Frequency of Hot Jupiters and Very Hot Jupiters from the OGLE-III Transit Surveys Toward the "
         "Galactic Bulge and Carina",
-        [{"creatorType": "author", "firstName": "Andrew", "lastName": "Gould"}],
+        author("Andrew", "Gould"),
         "2006",
-        item_type="preprint",
-        repository="arXiv",
-        archiveID="arXiv:astro-ph/0601001",
-    )
-    assert (got["row"]["venue"], got["row"]["venue_source"]) == ("ActaAstron. · 2006", "arxiv")
+        {"item_type": "preprint", "repository": "arXiv", "archiveID": "arXiv:astro-ph/0601001"},
+        ("ActaAstron. · 2006", "arxiv", None),
+        None,
+        id="arxiv: the journal ref is the published venue of a preprint",
+    ),
+]
 
 
-def test_an_arxiv_id_without_a_paper_is_not_found(ask) -> None:
-    got = ask("arxiv", "arxiv/id_0000.0000_no_hits.xml", "Nothing", VASWANI, "2017", extra="arXiv: 0000.0000")
-    assert got["answer"]["outcome"] == "not_found"
+@pytest.mark.parametrize(
+    ("service", "fixture", "title", "creators", "date", "fields", "row", "published"), FILLED
+)
+def test_a_service_s_confident_answer_fills_the_row(
+    ask,
+    service: str,
+    fixture: str,
+    title: str,
+    creators: list[dict[str, str]],
+    date: str,
+    fields: dict[str, str],
+    row: tuple[str, str, str | None],
+    published: bool | None,
+) -> None:
+    got = ask(service, fixture, title, creators, date, **fields)
+    venue, source, doi = row
+    assert (got["row"]["venue"], got["row"]["venue_source"]) == (venue, source)
+    if doi is not None:
+        assert got["row"]["doi"] == doi
+    if published is not None:
+        assert got["answer"]["outcome"] == "filled" and got["answer"]["published"] is published
+
+
+@pytest.mark.parametrize(
+    ("service", "fixture", "title", "date", "fields"),
+    [
+        pytest.param(
+            "dblp", "dblp/publ_search_zero_hits.json", "Zzzqqqxx Nonexistent", "2017", {}, id="dblp: no hits"
+        ),
+        pytest.param(
+            "openalex",
+            "openalex/works_doi_notfound_404.html",
+            "A paper OpenAlex does not have",
+            "2003",
+            {"DOI": "10.1046/j.1365-2699.2003.00795"},
+            id="openalex: its 404 HTML page is an answer, not a failure",
+        ),
+        pytest.param(
+            "arxiv",
+            "arxiv/id_0000.0000_no_hits.xml",
+            "Nothing",
+            "2017",
+            {"extra": "arXiv: 0000.0000"},
+            id="arxiv: an id without a paper",
+        ),
+    ],
+)
+def test_a_service_s_answer_without_the_paper_is_not_found(
+    ask, service: str, fixture: str, title: str, date: str, fields: dict[str, str]
+) -> None:
+    got = ask(service, fixture, title, VASWANI, date, **fields)
+    assert got["answer"]["outcome"] == "not_found" and got["answer"]["asked"] == {service: "not_found"}
+    assert "zotsync: enrichment" not in got["result"].err  # no warning
 
 
 # -- failures, as the services really sent them -------------------------------------------------------

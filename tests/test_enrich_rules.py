@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from zotsync.facts import item_facts
-from zotsync.model import ENRICHMENT, Catalogue, CatalogueEntry, Category, Enrichment, Item, Library
+from zotsync.model import Catalogue, CatalogueEntry, Category, FoundMetadata, Item, Library
 from zotsync.processing.enrich.matching import Hit, family_agrees, judge, query_of, same_title, years_agree
 from zotsync.processing.enrich.services import dblp_hits
 from zotsync.reconcile import Options, reconcile
@@ -174,13 +174,13 @@ def test_an_item_lacking_nothing_is_never_asked_and_a_preprint_is_asked_for_its_
 
 # -- which venue a row shows ------------------------------------------------------------------------
 
-SOSP = Enrichment("dblp", "SOSP", "sosp", "2023", True, "", "10.1145/3600006.3613139")
+SOSP = FoundMetadata("dblp", "SOSP", "sosp", "2023", True, "", "10.1145/3600006.3613139")
 
 
 def rows(
-    *items: Item, found: Enrichment = SOSP, entries: tuple[CatalogueEntry, ...] = (), prefer: bool = True
+    *items: Item, found: FoundMetadata = SOSP, entries: tuple[CatalogueEntry, ...] = (), prefer: bool = True
 ):
-    library = Library(items=items, derived={ENRICHMENT: {i.key: found for i in items}})
+    library = Library(items=items, found={i.key: found for i in items})
     catalogue = Catalogue("T", categories=(Category("C", entries),))
     options = Options(enriched_venues=load_venue_table(), prefer_published=prefer)
     return {p.zotero_key: p for p in reconcile(catalogue, library, options).placements}

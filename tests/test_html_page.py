@@ -268,6 +268,7 @@ def test_data_is_text_on_the_page(browser, tmp_path: Path, run) -> None:
         ctx.close()
 
 
+@pytest.mark.slow
 def test_the_nu_html_checker_finds_no_error(demo, vnu, tmp_path: Path, run) -> None:
     hostile = hostile_project(tmp_path)
     assert run("-q", "--config", str(hostile), "sync").code == 0

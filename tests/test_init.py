@@ -153,6 +153,7 @@ def test_adopt_works_on_an_empty_catalogue(project: Path, run, text: str) -> Non
     assert new.startswith(text) and yaml.safe_load(new)["categories"][0]["entries"][0]["zotero_key"] == key
 
 
+@pytest.mark.slow
 def test_the_fake_zotero_server_runs_standalone_for_a_walkthrough(tmp_path: Path) -> None:
     """`python tests/zotero_server.py --port 0 --key K`: what the README walkthrough was tried against."""
     import subprocess
@@ -179,6 +180,7 @@ def test_the_fake_zotero_server_runs_standalone_for_a_walkthrough(tmp_path: Path
         server.wait(10)
 
 
+@pytest.mark.slow
 def test_the_fake_zotero_server_on_a_taken_port_says_so_in_one_line() -> None:
     import socket
     import subprocess

@@ -34,6 +34,7 @@ def sync_in_a_child(tmp_path: Path, server, requests: int) -> tuple[subprocess.P
     return child, log
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT cannot be sent to a child process on Windows")
 def test_ctrl_c_during_a_first_pull_is_one_line_exit_130_and_leaves_no_store(
     tmp_path: Path, zotero_api
@@ -51,6 +52,7 @@ def test_ctrl_c_during_a_first_pull_is_one_line_exit_130_and_leaves_no_store(
     assert lines[-2].endswith(" ERROR interrupted") and " INFO exit 130 after " in lines[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="signals cannot be sent to a child process on Windows")
 @pytest.mark.parametrize(
     ("signum", "code", "line"),

@@ -21,6 +21,7 @@ FORBIDDEN = (
     ("zotsync.reconcile", "zotsync.sources", "reconcile is pure"),
     ("zotsync.export", "zotsync.store", "an exporter renders what it is given; the use case reads the store"),
     ("zotsync.export", "zotsync.sources", "an exporter renders what it is given"),
+    ("zotsync.reconcile", "zotsync.processing", "reconcile reads what processors found (Library.found)"),
 )
 # The model may import these small leaf modules of its own layer.
 MODEL_MAY_IMPORT = ("zotsync.text", "zotsync.normalize", "zotsync.facts")

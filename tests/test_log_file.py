@@ -126,6 +126,7 @@ def test_a_tilde_in_the_log_file_is_the_home_folder(project: Path, run, monkeypa
     assert not (tmp_path / "~").exists()  # not a folder named ~ in the working directory
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a closed pipe is EINVAL, not EPIPE, on Windows")
 def test_output_into_a_pipe_nobody_reads_exits_1_quietly_and_the_log_says_why(project: Path) -> None:
     """`zotsync list | head -1` on a big library: the reader goes away; no traceback on the terminal,

@@ -39,6 +39,7 @@ def test_export_to_dev_null_leaves_the_device_a_device(project: Path, run) -> No
     assert not list(Path("/dev").glob(".null.*.tmp"))
 
 
+@pytest.mark.slow
 @posix_only
 def test_export_to_a_fifo_writes_into_it_and_keeps_it_a_fifo(project: Path, run) -> None:
     assert run("-q", "--config", config_of(project), "pull").code == 0
@@ -55,6 +56,7 @@ def test_export_to_a_fifo_writes_into_it_and_keeps_it_a_fifo(project: Path, run)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
+@pytest.mark.slow
 @posix_only
 def test_sync_into_a_fifo_export_ends_and_renders_again_next_time(project: Path) -> None:
     fifo = project / "exports" / "catalog.csv"
@@ -76,6 +78,7 @@ def test_sync_into_a_fifo_export_ends_and_renders_again_next_time(project: Path)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
+@pytest.mark.slow
 @posix_only
 def test_a_fifo_nobody_reads_fails_at_once_instead_of_hanging(project: Path) -> None:
     assert zotsync("-q", "--config", config_of(project), "pull").returncode == 0

@@ -80,6 +80,7 @@ def test_read_only_commands_read_a_store_the_user_may_not_write(shared_store: tu
         assert out == run("--config", str(config), *command).out, command  # what the owner sees
 
 
+@pytest.mark.slow
 def test_a_reader_sees_what_a_killed_sync_committed_to_the_wal(shared_store: tuple[Path, Path]) -> None:
     # A sync killed after its commit leaves it in the -wal file only (and the -shm index); a reader that
     # may write neither must read it, not the older page in the main file.

@@ -8,6 +8,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 from zotsync.store import exclusive_lock
@@ -26,6 +27,7 @@ def run_zotsync(*args: str, prelude: str = "") -> subprocess.CompletedProcess[st
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_sync_runs_without_fcntl(project: Path) -> None:
     """What Windows lacks: `import fcntl` fails, as it does there; the whole sync still works."""
     config = str(project / "config" / "zotsync.yaml")
@@ -40,6 +42,7 @@ def test_sync_runs_without_fcntl(project: Path) -> None:
     assert "up to date" in again.stderr
 
 
+@pytest.mark.slow
 def test_a_second_process_fails_at_once_while_the_lock_is_held(project: Path) -> None:
     config = str(project / "config" / "zotsync.yaml")
     with exclusive_lock(project / ".zotsync" / "zotsync.sqlite"):

@@ -3,18 +3,17 @@ the library the page reads, and re-render the page only when they change."""
 
 from __future__ import annotations
 
-import sys
-import types
+import csv
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from zotsync import processing
-from zotsync.config import Config, load_config
-from zotsync.model import Library
+from zotsync.config import Config, load_config, setting
+from zotsync.model import FoundMetadata, Library
 from zotsync.processing import Derived, Job, Report
 from zotsync.store import Store
 
@@ -54,14 +53,11 @@ class Shouting:
 
 @pytest.fixture
 def shouting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Shouting]:
+    """A processor added as a program using zotsync adds one (`processing.register`), for this test."""
+    monkeypatch.setattr(processing, "_extra", {})
     processor = Shouting()
-    module = types.ModuleType("tests_shouting")
-    module.PROCESSOR = processor  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tests_shouting", module)
-    monkeypatch.setattr(processing, "BUILT_IN", {"shout": "tests_shouting"})
-    processing.get.cache_clear()
+    processing.register(processor)
     yield processor
-    processing.get.cache_clear()
 
 
 def now() -> datetime:
@@ -115,3 +111,56 @@ def test_a_disabled_processor_does_not_run_and_a_dry_run_saves_nothing(
         job = Job(config, store, "shout", 60.0, now, dry_run=True)
         assert shouting.run(job).counts["derived"] == 0  # an empty store: nothing to derive yet
         assert store.derived("shout") == {}
+
+
+# -- a processor of one's own: its config section, and the metadata it finds on the page ------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShelfSettings:
+    venue: str = setting(
+        "", lambda r, v: "" if v is None else str(v), "the venue it finds", {"type": "string"}
+    )
+
+
+class Shelving:
+    """A metadata processor that is not enrichment: it finds `venue` for every item that lacks one."""
+
+    name = "shelving"
+    settings = ShelfSettings
+
+    def enabled(self, config: Config) -> bool:
+        return bool(config.section(self.name).venue)
+
+    def run(self, job: Job) -> Report:
+        venue = job.config.section(self.name).venue
+        items = [i for i in job.library().items if i.is_regular]
+        job.save([Derived(i.key, venue, venue, job.now().isoformat()) for i in items])
+        return Report(self.name, {"found": len(items)})
+
+    def attach(self, library: Library, results: Mapping[str, Derived]) -> Library:
+        found = {key: FoundMetadata("shelving", r.value, "", "", True, "", "") for key, r in results.items()}
+        return replace(library, found={**library.found, **found})
+
+
+def test_a_processor_s_own_section_and_found_metadata_reach_the_page(
+    project: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(processing, "_extra", {})
+    processing.register(Shelving())
+    config = project / "config" / "zotsync.yaml"
+    with config.open("a", encoding="utf-8") as file:
+        file.write("shelving:\n  venue: Shelf Proceedings\n")
+    assert run("-q", "--config", str(config), "sync").code == 0
+    with (project / "exports" / "catalog.csv").open(encoding="utf-8-sig", newline="") as file:
+        rows = list(csv.DictReader(file))
+    # reconcile took what the processor found where Zotero and the curator gave no venue, by no name
+    filled = [row for row in rows if row["venue_source"] == "shelving"]
+    assert filled and all(row["venue"].startswith("Shelf Proceedings") for row in filled)
+    assert all(row["venue_source"] in ("curated", "zotero", "shelving") for row in rows)
+    # the section is checked like a core one
+    with config.open("a", encoding="utf-8") as file:
+        file.write("  venu: typo\n")
+    refused = run("--config", str(config), "sync")
+    assert refused.code == 2
+    assert "unknown config key 'shelving.venu' (did you mean 'shelving.venue'?)" in refused.err

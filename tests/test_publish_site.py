@@ -70,6 +70,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_the_published_site_shows_the_list_and_every_link_in_it_resolves(
     run, browser, serve, tmp_path: Path, library: RealisticLibrary
 ) -> None:
@@ -139,6 +140,7 @@ def broken_links(page, base: str) -> list[str]:
     return broken
 
 
+@pytest.mark.slow
 def test_before_and_after_in_a_material_site(run, browser, serve, tmp_path: Path, library) -> None:
     """The page with the defaults (the whole library, zotero:// links, long venues, every tag) against
     the published settings, in the same site: the screenshots the docs show, and the numbers behind them."""

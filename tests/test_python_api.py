@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_CSV = ROOT / "tests" / "golden" / "catalog.csv"
 
 
+@pytest.mark.slow
 def test_importing_zotsync_loads_neither_pandas_nor_the_store() -> None:
     code = "import sys, zotsync; print(json.dumps(sorted(sys.modules)))"
     done = subprocess.run(

@@ -54,6 +54,7 @@ def system_like_python() -> str:
     return found
 
 
+@pytest.mark.slow
 def test_the_first_quick_start_command_works_in_a_clean_copy(tmp_path: Path) -> None:
     clone = clean_copy(tmp_path / "clone")
     python = system_like_python()
@@ -92,6 +93,7 @@ LEFT_BEHIND += ["zotsync.egg-info/PKG-INFO", "zotsync/__pycache__/cli.cpython-31
 LEFT_BEHIND += [".pytest_cache/v/cache/lastfailed", ".hypothesis/examples/0/1", "tests/scratch.sqlite"]
 
 
+@pytest.mark.slow
 def test_a_copy_made_without_git_leaves_out_what_the_quick_start_wrote(tmp_path: Path) -> None:
     """Outside git the clean copy reads `.gitignore`: after command 1 ran in a download, the exports it
     wrote were copied, and the quick-start test found them "unchanged" instead of written. The copy
@@ -113,6 +115,7 @@ def test_a_copy_made_without_git_leaves_out_what_the_quick_start_wrote(tmp_path:
         assert sorted(listed.stdout.splitlines()) == copied
 
 
+@pytest.mark.slow
 def test_the_built_wheel_reproduces_the_demo_outside_the_checkout(tmp_path: Path, built_wheel: Path) -> None:
     wheel = built_wheel
     pip = [sys.executable, "-m", "pip"]

@@ -113,6 +113,7 @@ def test_install_twice_leaves_one_entry_and_the_users_lines_byte_for_byte(projec
     assert cron.read() == USER_TABLE + "\n" + replaced + "\n"  # in the old entry's place
 
 
+@pytest.mark.slow
 def test_the_entry_runs_this_zotsync_with_absolute_paths_quietly_and_logs(project, run, cron, home) -> None:
     assert run("-q", "--config", config_of(project), "schedule", "install", "--every", "1h").code == 0
     [entry] = cron.ours()
@@ -255,6 +256,7 @@ def parse_unit(path: Path) -> configparser.ConfigParser:
     return parser
 
 
+@pytest.mark.slow
 def test_systemd_install_writes_the_service_and_timer_pair(project, run, home) -> None:
     result = run("--config", config_of(project), "schedule", "install", "--systemd", "--every", "30m")
     assert result.code == 0, result.err
@@ -287,6 +289,7 @@ def test_systemd_install_writes_the_service_and_timer_pair(project, run, home) -
     assert " INFO exit 0 after " in (logs / "zotsync.log").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 @pytest.mark.parametrize("every", ["5m", "30m", "1h", "6h", "12h", "1d"])
 def test_systemd_accepts_each_calendar_expression(every: str) -> None:
@@ -369,6 +372,7 @@ def test_systemd_takes_every_not_cron(project, run, home) -> None:
     assert not units_of(home).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_systemd_analyze_verifies_the_pair(project, run, home) -> None:
     assert (
@@ -553,6 +557,7 @@ def test_a_crontab_that_is_not_text_is_refused_with_one_line(project, run, cron,
     assert cron.table.read_bytes() == table and cron.writes() == 0
 
 
+@pytest.mark.slow
 def test_lines_python_crontab_cannot_parse_are_kept_and_print_nothing(project, run, cron: Cron) -> None:
     table = b"bb * * * * /typo\n@every 5m /not-cron-syntax\n"
     cron.table.write_bytes(table)

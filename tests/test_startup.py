@@ -19,12 +19,27 @@ def loaded_after(code: str) -> set[str]:
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
+@pytest.mark.slow
 def test_importing_the_cli_loads_nothing_heavy() -> None:
     assert not loaded_after("import zotsync.cli") & set(HEAVY)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_load_nothing_heavy(flag: str) -> None:
     modules = loaded_after(f"from zotsync.cli import main\nmain([{flag!r}])")
     assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
     assert "click" in modules  # the probe did run the command line
+
+
+@pytest.mark.slow
+def test_loading_a_config_reads_no_package_metadata_when_no_plugin_is_installed() -> None:
+    """The registries know their built-in names without looking; the installed packages' metadata
+    (importlib.metadata, tens of milliseconds) is read only when some package declares a zotsync plugin,
+    and the processors' config sections load neither the store nor the model."""
+    from conftest import ROOT
+
+    config = ROOT / "config" / "zotsync.yaml"
+    modules = loaded_after(f"import zotsync\nzotsync.load_config({str(config)!r})")
+    assert "zotsync.processing.enrich.settings" in modules  # the probe did read the processors' sections
+    assert not modules & {"importlib.metadata", "zotsync.store", "zotsync.model", "sqlite3"}

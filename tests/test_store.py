@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 from conftest import SEEDS
-from factories import api_collection, api_item, api_pdf, read, write_json
+from factories import api_collection, api_item, api_pdf, edit, read, write_json
 
 from zotsync.app.pull import pull
 from zotsync.errors import StoreError
 from zotsync.model import Changes, Collection, Item, Tag
 from zotsync.sources import SnapshotSource
-from zotsync.store import MIGRATIONS, Store
+from zotsync.store import MIGRATIONS, Store, schema
 
 
 def seed_objects() -> list[dict]:
@@ -37,8 +37,46 @@ def test_migrations_are_recorded_and_reopening_is_harmless(tmp_path: Path) -> No
         assert store.schema_version == len(MIGRATIONS)
     with Store(path) as store:
         assert store.schema_version == len(MIGRATIONS)
-    rows = sqlite3.connect(path).execute("SELECT version FROM schema_migrations").fetchall()
-    assert rows == [(n,) for n in range(1, len(MIGRATIONS) + 1)]
+    rows = read(path, "SELECT version, name FROM schema_migrations ORDER BY version")
+    # each migration once, by name, in order; the numbers an older zotsync counts stay whole, the retired
+    # migration's included
+    ran = [step.__name__ for step in MIGRATIONS]
+    assert [name for _, name in rows] == sorted([*ran, *schema.RETIRED], key=schema.NUMBERED.__getitem__)
+    assert [number for number, _ in rows] == list(range(1, len(rows) + 1))
+
+
+def test_a_store_from_before_the_names_gets_them_and_runs_nothing_it_had(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        pull(SnapshotSource(SEEDS / "zotero-library.json"), store)
+        items = snapshot_rows(store)
+    named = read(path, "SELECT version, name FROM schema_migrations ORDER BY version")
+    # as the zotsync before the names left it: numbers alone, up to 14
+    edit(
+        path,
+        "DELETE FROM schema_migrations WHERE version > 14",
+        "ALTER TABLE schema_migrations DROP COLUMN name",
+    )
+    pages = read(path, "SELECT * FROM item_page ORDER BY key")
+    with Store(path) as store:
+        assert store.schema_version == len(MIGRATIONS)
+        assert snapshot_rows(store) == items
+    assert read(path, "SELECT version, name FROM schema_migrations ORDER BY version") == named
+    assert read(path, "SELECT * FROM item_page ORDER BY key") == pages  # no migration ran again
+
+
+def test_a_migration_runs_its_own_frozen_code_never_today_s_codec() -> None:
+    """A published migration must do what it did: what it needs of the row codec, which later versions
+    change, it holds a copy of (the end of an upgrade, `settle`, is where today's codec belongs)."""
+    from zotsync.store import codec
+
+    own = {  # the codec's functions, classes and constants
+        name
+        for name, value in vars(codec).items()
+        if getattr(value, "__module__", None) == codec.__name__ or name.lstrip("_").isupper()
+    }
+    for step in MIGRATIONS:
+        assert not set(step.__code__.co_names) & own, step.__name__
 
 
 def page_size(path: Path) -> int:
@@ -68,7 +106,7 @@ def test_a_store_from_a_newer_zotsync_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     Store(path).close()
     with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO schema_migrations VALUES (99, 'future')")
+        db.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'future')")
     with pytest.raises(StoreError, match="newer zotsync"):
         Store(path)
 
@@ -175,6 +213,7 @@ def test_a_failure_mid_pull_leaves_the_previous_state(
         assert (snapshot_rows(store), store.library_version) == before
 
 
+@pytest.mark.slow
 def test_a_killed_process_leaves_a_consistent_store(tmp_path: Path) -> None:
     """SIGKILL in the middle of the write transaction: the next open sees the old state, not half."""
     objects = seed_objects()

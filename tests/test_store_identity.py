@@ -134,10 +134,10 @@ def test_a_new_store_is_marked_and_a_failed_creation_leaves_nothing(
 
     import zotsync.store.db as store_module
 
-    def fail(db: sqlite3.Connection, number: int) -> None:
+    def fail(db: sqlite3.Connection) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(store_module, "apply_migration", fail)
+    monkeypatch.setattr(store_module, "upgrade", fail)
     with pytest.raises(StoreError, match="cannot open the store"):
         Store(tmp_path / "other.sqlite")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
@@ -203,6 +203,7 @@ def test_read_only_commands_neither_create_nor_upgrade_a_store(project: Path, ru
     assert run("-q", "--config", config, "status").code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="file-size limits (RLIMIT_FSIZE) are POSIX")
 def test_a_full_disk_is_one_line_naming_it_and_the_store_keeps_its_state(project: Path) -> None:
     config = str(project / "config" / "zotsync.yaml")

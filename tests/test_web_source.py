@@ -659,6 +659,7 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.slow
 def test_progress_bar_on_a_terminal_only_when_asked(zotero_api) -> None:
     server = zotero_api(FakeLibrary.from_snapshot(synthetic_library(250, 3)))
     script = textwrap.dedent(

@@ -9,28 +9,109 @@ The Python API (docs/python-api.md), the same use cases the command line runs:
     report = zotsync.status(config)                 # what `zotsync status` reports
     hits = zotsync.search(config, "warp specialization")   # full-text search: one hit per paper
 
-Each function imports what it needs when called, so `import zotsync` stays light (no pandas, no store).
-Failures raise `zotsync.errors.ZotsyncError` subclasses, whose message is the command line's one line.
+Each function imports what it needs when called, so `import zotsync` stays light (no pandas, no store);
+the public types (`Config`, the result types, `ZotsyncError`, and `Exporter`, `Output`, `Processor`,
+`SourceType` for plugins, docs/plugins.md) are imported from their modules when first named here.
+Failures raise `zotsync.ZotsyncError` subclasses, whose message is the command line's one line.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from .version import __version__
 
 if TYPE_CHECKING:
     import pandas
 
-    from .app.enrich import EnrichResult
+    from .app.enrich import EnrichResult, ItemAnswer
+    from .app.listing import Listed
     from .app.pull import PullReport
     from .app.search import SearchHit
-    from .app.status import StatusReport
+    from .app.status import CatalogueSummary, EnrichmentSummary, LibrarySummary, StatusReport
     from .app.sync import SyncResult
     from .config import Config
+    from .errors import ConfigError, ExportError, SourceError, StoreError, ZotsyncError
+    from .formats import Exporter, Output
+    from .processing import Processor, Report
+    from .sources import SourceType
+    from .store.landing import ApplyResult
 
-from .version import __version__
+# The public types, by the module that defines each: imported when first asked for (`zotsync.Config`).
+_TYPES = {
+    "Config": "zotsync.config",
+    "ZotsyncError": "zotsync.errors",
+    "ConfigError": "zotsync.errors",
+    "SourceError": "zotsync.errors",
+    "StoreError": "zotsync.errors",
+    "ExportError": "zotsync.errors",
+    "PullReport": "zotsync.app.pull",
+    "ApplyResult": "zotsync.store.landing",
+    "SyncResult": "zotsync.app.sync",
+    "StatusReport": "zotsync.app.status",
+    "LibrarySummary": "zotsync.app.status",
+    "CatalogueSummary": "zotsync.app.status",
+    "EnrichmentSummary": "zotsync.app.status",
+    "Report": "zotsync.processing",
+    "EnrichResult": "zotsync.app.enrich",
+    "ItemAnswer": "zotsync.app.enrich",
+    "SearchHit": "zotsync.app.search",
+    "Listed": "zotsync.app.listing",
+    "Exporter": "zotsync.formats",
+    "Output": "zotsync.formats",
+    "Processor": "zotsync.processing",
+    "SourceType": "zotsync.sources",
+}
 
-__all__ = ["__version__", "catalogue_frame", "enrich", "load_config", "pull", "search", "status", "sync"]
+__all__ = [
+    "ApplyResult",
+    "CatalogueSummary",
+    "Config",
+    "ConfigError",
+    "EnrichResult",
+    "EnrichmentSummary",
+    "ExportError",
+    "Exporter",
+    "ItemAnswer",
+    "LibrarySummary",
+    "Listed",
+    "Output",
+    "Processor",
+    "PullReport",
+    "Report",
+    "SearchHit",
+    "SourceError",
+    "SourceType",
+    "StatusReport",
+    "StoreError",
+    "SyncResult",
+    "ZotsyncError",
+    "__version__",
+    "catalogue_frame",
+    "enrich",
+    "load_config",
+    "pull",
+    "search",
+    "status",
+    "sync",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """A public type, imported from its module the first time it is named."""
+    module = _TYPES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'zotsync' has no attribute '{name}'")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # asked once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def load_config(path: str | Path | None = None) -> Config:

@@ -43,13 +43,23 @@ def _near_file(path: Path) -> str:
 def load_catalogue(path: Path, config: Path | None = None) -> Catalogue:
     """`config`: the config file whose `catalog:` names `path`; a missing catalogue is its line's fault."""
     if config is not None and not path.exists() and not path.is_symlink():  # a link loop: load_yaml says so
-        named_at = where(config, load_yaml(config, "config file"), "catalog")
-        raise CatalogueError(f"{named_at}: catalogue not found: {path}{_near_file(path)}")
+        raise CatalogueError(f"{_named_at(config)}catalogue not found: {path}{_near_file(path)}")
     try:
         raw = load_yaml(path, "catalogue")
     except ConfigError as exc:
         raise CatalogueError(str(exc)) from None
     return parse_catalogue(raw, path)
+
+
+def _named_at(config: Path | None) -> str:
+    """`file:line: ` of the config's `catalog:` key, read only for this message; nothing for a config
+    built in code, which has no file to point into."""
+    if config is None or not config.is_file():
+        return ""
+    try:
+        return f"{where(config, load_yaml(config, 'config file'), 'catalog')}: "
+    except ZotsyncError:  # the file changed since it was loaded: the message names the catalogue alone
+        return ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,9 @@ import yaml
 from rapidfuzz import fuzz, process
 
 from . import normalize
-from .catalogue import ZOTERO_KEY, parse_catalogue
+from .catalogue import parse_catalogue
 from .errors import CatalogueError, ConfigError
-from .model import Catalogue, CatalogueEntry, Category, category_name
+from .model import ZOTERO_KEY, Catalogue, CatalogueEntry, Category, category_name
 from .yamlio import parse_with_nodes, parse_yaml, text_of
 
 _NULL = "tag:yaml.org,2002:null"

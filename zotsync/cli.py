@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +118,33 @@ def _global_options() -> list[click.Option]:
     ]
 
 
+class _Names(click.Choice):
+    """A choice among a registry's names (formats, source types), read when a command's help or its
+    option first asks: the names may come from the installed plugins, whose entry points cost a start
+    that never uses them."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self._names = names
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, _: Sequence[str]) -> None:  # click sets its own copy; the registry is the truth
+        pass
+
+
+def _source_types() -> Sequence[str]:
+    """`source.type`'s values: the built-in ones as `init` offers them (web, its default, first), then
+    the plugins'."""
+    from .sources import names
+
+    offered = ("web", "local", "snapshot")
+    return sorted(names(), key=lambda name: offered.index(name) if name in offered else len(offered))
+
+
 class _Command(click.Command):
     """A command that also takes the global options after its name: `zotsync sync -q --config X`."""
 
@@ -171,7 +198,7 @@ def pull_command(state: _State, full: bool, force: bool) -> None:
 
 
 @cli.command("export")
-@click.option("--format", "fmt", type=click.Choice(formats.names()), required=True, help="Output format.")
+@click.option("--format", "fmt", type=_Names(formats.names), required=True, help="Output format.")
 @click.option(
     "--output", metavar="PATH|-", help="Where to write (default: <exports.dir>/catalog.<ext>; - is stdout)."
 )
@@ -204,7 +231,7 @@ def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_cod
     started = time.monotonic()
     result = sync.run_sync(state.config, progress=not (state.quiet or as_json), full=full, force=force)
     if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
-        click.echo(json_safe(json.dumps(result.summary(time.monotonic() - started), ensure_ascii=False)))
+        click.echo(json_safe(json.dumps(result.to_dict(time.monotonic() - started), ensure_ascii=False)))
     state.say(result.pull.summary(), log_only=as_json)
     for path, wrote in result.written:
         state.say_written(path, wrote, log_only=as_json)
@@ -233,7 +260,7 @@ def status_command(state: _State, fmt: str) -> None:
     """Counts, last sync, and the reconciliation problems a curator should look at."""
     from .app import status
 
-    report = status.status(state.config).to_json()
+    report = status.status(state.config).to_dict()
     if fmt == "json":
         click.echo(json_safe(json.dumps(report, ensure_ascii=False, indent=2)))
     else:  # one line per row: the data is made one-line (and harmless on a terminal) before formatting
@@ -308,7 +335,7 @@ def list_command(
     filters = listing.Filters(uncurated=uncurated, collection=collection, tag=tag, search=search)
     items = listing.list_items(state.config, filters)
     if fmt == "json":
-        click.echo(json_safe(json.dumps([item.as_json() for item in items], ensure_ascii=False, indent=2)))
+        click.echo(json_safe(json.dumps([item.to_dict() for item in items], ensure_ascii=False, indent=2)))
         return
     if items:  # one line per item whatever its title holds, and nothing that drives the terminal
         click.echo("\n".join(one_line(listing.format_line(item)) for item in items))
@@ -335,7 +362,7 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str) 
 
     hits = search.search(state.config, " ".join(words), limit)
     if fmt == "json":
-        click.echo(json_safe(json.dumps([hit.as_json() for hit in hits], ensure_ascii=False, indent=2)))
+        click.echo(json_safe(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False, indent=2)))
         return
     if hits:
         click.echo("\n".join(search.format_hit(hit) for hit in hits))
@@ -346,7 +373,7 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str) 
 @click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--source",
-    type=click.Choice(["web", "local", "snapshot"]),
+    type=_Names(lambda: _source_types()),
     default="web",
     show_default=True,
     help="Where the library comes from: the Zotero Web API, zotero.sqlite, or a snapshot file.",

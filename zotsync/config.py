@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import formats as export_formats
 from .errors import ConfigError
@@ -23,11 +24,14 @@ from .labels import COLUMN_LABELS, COLUMNS, DEFAULT_LANGUAGE, LANGUAGES, LabelEr
 from .secrets import register, register_url
 from .yamlio import load_yaml, text_of, where
 
+if TYPE_CHECKING:
+    from .processing.enrich.settings import EnrichConfig
+
 # Where a config is looked for when neither --config nor $ZOTSYNC_CONFIG names one, in order; the
 # user's config folder (platformdirs) comes last.
 SEARCH_PATHS = (Path("zotsync.yaml"), Path("config/zotsync.yaml"))
 CONFIG_NAME = "zotsync.yaml"
-SOURCE_TYPES = ("snapshot", "web", "local")
+SOURCE_TYPES = ("snapshot", "web", "local")  # zotsync.sources.BUILT_IN's names, for the JSON Schema
 DEFAULT_BASE_URL = "https://api.zotero.org"
 DEFAULT_DEADLINE = 600.0  # seconds a pull may take before it gives up: an unattended run always ends
 MAX_DEADLINE = 86400.0
@@ -94,6 +98,9 @@ def _text(reading: Reading, value: Any) -> str:
         raise reading.fail("must be a string")
     text = text_of(reading.section, reading.key)  # as typed: `010` stays `010`
     return text if text is not None else str(value)
+
+
+read_text = _text  # a key's text, as typed: for a section declared outside this module (a processor's)
 
 
 def text(default: str, doc: str) -> Any:
@@ -193,9 +200,43 @@ def number(default: float, low: float, high: float, doc: str, problem: str, abov
 # -- the sections ---------------------------------------------------------------------------------------
 
 
+def _source_types() -> Any:
+    """The registry of source types (zotsync.sources), which imports this module: named, not imported."""
+    return importlib.import_module("zotsync.sources")
+
+
+def _source_type(reading: Reading, value: Any) -> str:
+    kind = _text(reading, value) or "snapshot"
+    known = _source_types().names()
+    if kind not in known:
+        raise reading.fail(f"must be one of {', '.join(known)}, not '{kind}'")
+    return str(kind)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceGiven:
+    """The `source` section as the user gave it (the file's values with the environment's overrides),
+    for a source type's `check`: its messages point at where the user wrote a value."""
+
+    path: Path  # the config file
+    section: Mapping[str, Any]
+    values: Mapping[str, str]  # every key of SourceConfig, as text ("" when not given)
+    from_env: Mapping[str, str]  # key → the environment variable that set it
+
+    def line(self, key: str) -> str:
+        """`file:line` of `key` in the section."""
+        return where(self.path, self.section, key)
+
+
 @dataclass(frozen=True, slots=True)
 class SourceConfig:
-    type: str = choice("snapshot", SOURCE_TYPES, "where the library comes from: snapshot, web or local")
+    # the built-in types; a plugin's (docs/plugins.md) is valid too
+    type: str = setting(
+        "snapshot",
+        _source_type,
+        "where the library comes from: snapshot, web or local",
+        {"type": "string", "enum": list(SOURCE_TYPES)},
+    )
     path: Path | None = local_path(
         None, "snapshot: the JSON file; local: the Zotero data folder or zotero.sqlite"
     )
@@ -207,6 +248,9 @@ class SourceConfig:
         metadata={"key": Key(_text, "web: a Zotero API key (ZOTERO_API_KEY overrides)", {"type": "string"})},
     )
     base_url: str = text(DEFAULT_BASE_URL, "web: another base URL; local: the desktop's local API")
+    # A source type's own keys in this section (its `SourceType.settings`, read by the same rules), for a
+    # type that declares some (a plugin's); None for the built-in types, which use the keys above.
+    options: Any = None
 
     @property
     def local_api(self) -> bool:
@@ -345,93 +389,6 @@ class SyncConfig:
     )
 
 
-# The scholarly metadata services enrichment asks (zotsync/processing/enrich), in the default order, with
-# the base URL of each one's API.
-ENRICH_SERVICES: dict[str, str] = {
-    "dblp": "https://dblp.org",
-    "crossref": "https://api.crossref.org",
-    "openalex": "https://api.openalex.org",
-    "arxiv": "https://export.arxiv.org",
-}
-DEFAULT_ENRICH_DEADLINE = 120.0
-
-
-def _services(reading: Reading, value: Any) -> tuple[str, ...]:
-    if value is None:
-        return tuple(ENRICH_SERVICES)
-    known = ", ".join(ENRICH_SERVICES)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise reading.fail(f"must be a list of services: some of {known}")
-    unknown = [v for v in value if v not in ENRICH_SERVICES]
-    if unknown:
-        raise reading.fail(f"names an unknown service '{unknown[0]}' (known: {known})")
-    return tuple(dict.fromkeys(value))
-
-
-def _endpoints(reading: Reading, value: Any) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise reading.fail("must map service names to base URLs, e.g. {dblp: https://dblp.org}")
-    endpoints = {}
-    for name, url in value.items():
-        if name not in ENRICH_SERVICES:
-            raise reading.fail(f"names an unknown service '{name}' (known: {', '.join(ENRICH_SERVICES)})")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise reading.fail(f"must give {name} an http:// or https:// base URL")
-        register_url(url)  # a password in it is masked like the API key
-        endpoints[name] = url.rstrip("/")
-    return endpoints
-
-
-def _mailto(reading: Reading, value: Any) -> str:
-    address = _text(reading, value).strip()
-    if address and ("@" not in address or any(c.isspace() or not c.isprintable() for c in address)):
-        raise reading.fail("must be an e-mail address (for Crossref's and OpenAlex's polite pools)")
-    return address
-
-
-@dataclass(frozen=True, slots=True)
-class EnrichConfig:
-    enabled: bool = flag(
-        False, "sync fills in missing venues, years and DOIs from metadata services (titles leave here)"
-    )
-    services: tuple[str, ...] = setting(
-        tuple(ENRICH_SERVICES),
-        _services,
-        "the services asked, in this order: dblp, crossref, openalex, arxiv",
-        {"type": "array", "items": {"type": "string", "enum": list(ENRICH_SERVICES)}},
-    )
-    endpoints: dict[str, str] = setting(
-        dict,
-        _endpoints,
-        "another base URL per service, e.g. {dblp: https://dblp.org}",
-        {
-            "type": "object",
-            "propertyNames": {"enum": list(ENRICH_SERVICES)},
-            "additionalProperties": {"type": "string"},
-        },
-        factory=True,
-    )
-    mailto: str = setting(
-        "", _mailto, "an e-mail for Crossref's and OpenAlex's polite pools", {"type": "string"}
-    )
-    deadline: float = number(
-        DEFAULT_ENRICH_DEADLINE,
-        0,
-        MAX_DEADLINE,
-        "seconds enrichment may take in one run; what is left waits for the next run",
-        f"must be a number of seconds above 0 and at most {MAX_DEADLINE:.0f}",
-        above_low=True,
-    )
-    prefer_published: bool = flag(
-        True, "a preprint whose published version a service knows shows the published venue"
-    )
-
-    def endpoint(self, service: str) -> str:
-        return self.endpoints.get(service) or ENRICH_SERVICES[service]
-
-
 @dataclass(frozen=True, slots=True)
 class Config:
     path: Path  # the file itself, not a key
@@ -441,17 +398,45 @@ class Config:
     exports: ExportsConfig = field(default_factory=ExportsConfig)
     reconcile: ReconcileConfig = field(default_factory=ReconcileConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
-    enrich: EnrichConfig = field(default_factory=EnrichConfig)
+    # The processors' sections (`enrich`, a plugin's), by name, each read by the processor's own
+    # `settings` model; a section not given here is its defaults (`section`).
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+    def section(self, name: str) -> Any:
+        """The processor `name`'s settings: as read from the file, else its defaults."""
+        if name in self.sections:
+            return self.sections[name]
+        return processor_sections()[name]()
+
+    @property
+    def enrich(self) -> EnrichConfig:
+        """The `enrich` section (zotsync/processing/enrich/settings.py)."""
+        settings: EnrichConfig = self.section("enrich")
+        return settings
 
 
+# The core's sections; each processor's follow (`processor_sections`).
 SECTIONS: dict[str, type] = {
     "source": SourceConfig,
     "exports": ExportsConfig,
     "reconcile": ReconcileConfig,
     "sync": SyncConfig,
-    "enrich": EnrichConfig,
 }
 _TOP_LEVEL = ("catalog", "store")  # keys of Config itself
+
+
+def processor_sections(plugins: bool = True) -> dict[str, type]:
+    """Each processor's section, by the processor's name, in the order they run: the model of its
+    settings (its `settings`, a dataclass of `setting` fields), read by the same rules as the core's;
+    without `plugins`, the built-in processors' alone. The processors' registry imports this module,
+    so it is named here, not imported."""
+    sections: dict[str, type] = importlib.import_module("zotsync.processing").sections(plugins)
+    return sections
+
+
+def all_sections(plugins: bool = True) -> dict[str, type]:
+    """The core's sections, then the processors'."""
+    return {**SECTIONS, **processor_sections(plugins)}
 
 
 def _key(cls: type, name: str) -> Key:
@@ -462,14 +447,17 @@ def _keys_of(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if "key" in f.metadata]
 
 
-def config_keys() -> list[str]:
-    """Every key the config file accepts, dotted (`source.type`), in the model's order: what
-    docs/configuration.md must document."""
+def config_keys(plugins: bool = False) -> list[str]:
+    """Every key of zotsync's own the config file accepts, dotted (`source.type`), in the model's order:
+    what docs/configuration.md must document; with `plugins`, the installed processors' too."""
     keys = []
-    for name in [f.name for f in dataclasses.fields(Config) if f.name != "path"]:
+    sections = all_sections(plugins)
+    for name in [f.name for f in dataclasses.fields(Config) if f.name not in ("path", "sections")]:
         keys.append(name)
-        if name in SECTIONS:
-            keys += [f"{name}.{leaf}" for leaf in _keys_of(SECTIONS[name])]
+        if name in sections:
+            keys += [f"{name}.{leaf}" for leaf in _keys_of(sections[name])]
+    for name in processor_sections(plugins):
+        keys += [name, *(f"{name}.{leaf}" for leaf in _keys_of(sections[name]))]
     return keys
 
 
@@ -487,7 +475,7 @@ def json_schema() -> dict[str, Any]:
     top = {name: properties(Config)[name] for name in _TOP_LEVEL}
     sections = {
         name: {"type": "object", "additionalProperties": False, "properties": properties(cls)}
-        for name, cls in SECTIONS.items()
+        for name, cls in all_sections(plugins=False).items()
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -554,21 +542,23 @@ def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     catalog = _read(path, raw, "catalog", "catalog", _key(Config, "catalog"), {})
     if catalog is None:
         raise ConfigError(f"{path}: missing config key 'catalog' (the curated catalogue YAML)")
-    sections = {name: _section(path, raw, name, cls) for name, cls in SECTIONS.items() if name != "source"}
+    core = {name: _section(path, raw, name, cls) for name, cls in SECTIONS.items() if name != "source"}
+    processors = {name: _section(path, raw, name, cls) for name, cls in processor_sections().items()}
     store = _read(path, raw, "store", "store", _key(Config, "store"), {})
-    return Config(path=path, source=source, catalog=catalog, store=store, **sections)
+    return Config(path=path, source=source, catalog=catalog, store=store, sections=processors, **core)
 
 
 def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
     """Unknown keys (typos, a key in the wrong section) and sections that are not mappings."""
+    sections = all_sections()
     for key, value in raw.items():
-        if key not in SECTIONS and key not in _TOP_LEVEL:
+        if key not in sections and key not in _TOP_LEVEL:
             raise ConfigError(f"{where(path, raw, key)}: unknown config key '{key}'{_did_you_mean(key)}")
-        if key not in SECTIONS or value is None:
+        if key not in sections or value is None:
             continue
         if not isinstance(value, dict):
             raise ConfigError(f"{where(path, raw, key)}: config key '{key}' must be a mapping")
-        known = _keys_of(SECTIONS[key])
+        known = _keys_of(sections[key]) + (_keys_of(_type_settings(value)) if key == "source" else [])
         for leaf in value:
             if leaf not in known:
                 name = f"{key}.{leaf}"
@@ -577,10 +567,26 @@ def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
                 )
 
 
+def _type_settings(section: Mapping[str, Any]) -> type:
+    """The model of the keys a source type of its own adds to the `source` section (`SourceType.settings`);
+    an empty one for a type that adds none, or a type no registry knows (`source.type` says so)."""
+    kind = section.get("type")
+    registry = _source_types()
+    if not isinstance(kind, str) or kind not in registry.names():
+        return _NoSettings
+    settings: type = registry.get(kind).settings or _NoSettings
+    return settings
+
+
+@dataclass(frozen=True, slots=True)
+class _NoSettings:
+    pass
+
+
 def _did_you_mean(name: str) -> str:
     """` (did you mean 'source.library_id'?)` for a typo, or for a key put in the wrong section."""
     parent, _, leaf = name.rpartition(".")
-    known = [key.rpartition(".") for key in config_keys()]
+    known = [key.rpartition(".") for key in config_keys(plugins=True)]
     siblings = [k_leaf for k_parent, _, k_leaf in known if k_parent == parent]
     near = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.6)
     if near:
@@ -640,37 +646,19 @@ def _source(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> S
             f"{what}: set source.type (web, local or snapshot) and where the library is "
             "(`zotsync init` writes a commented config; docs/configuration.md)"
         )
-    kind = _key(SourceConfig, "type").parse(
-        Reading(path, src, "type", "source.type", {}), values["type"] or None
-    )
+    kind = _source_type(Reading(path, src, "type", "source.type", {}), values["type"] or None)
     library_type = values["library_type"] or "user"
     if library_type not in ("user", "group"):
         raise ConfigError(f"{named('library_type')} must be user or group, not '{library_type}'")
     api_key = _api_key(path, src, values["api_key"])
-    local_api = kind == "local" and bool(values["base_url"])
-    if local_api and values["path"]:
-        base_url = from_env.get("base_url", "source.base_url")
-        raise ConfigError(
-            f"{path}: source.type local reads either zotero.sqlite ('source.path') or the Zotero desktop's "
-            f"local API ('{base_url}', e.g. http://localhost:23119), not both"
-            + (" (unset ZOTERO_API_BASE, or drop source.path)" if "base_url" in from_env else "")
-        )
-    if kind == "snapshot" and not values["path"]:
-        raise ConfigError(f"{path}: source.type snapshot needs config key 'source.path'")
-    if kind == "local" and not values["path"] and not local_api:
-        raise ConfigError(
-            f"{path}: source.type local needs config key 'source.path' (zotero.sqlite) or "
-            "'source.base_url' (the Zotero desktop's local API, http://localhost:23119)"
-        )
     if values["base_url"] and not values["base_url"].startswith(("http://", "https://")):
         raise ConfigError(
             f"{where(path, src, 'base_url')}: config key 'source.base_url' (or ZOTERO_API_BASE) must be an "
             "http:// or https:// URL"
         )
-    if kind == "web" and not values["library_id"].isdigit():
-        at = path if "library_id" in from_env else where(path, src, "library_id")
-        raise ConfigError(f"{at}: source.type web needs a numeric 'source.library_id' (or ZOTERO_LIBRARY_ID)")
+    _source_types().get(kind).check(SourceGiven(path, src, values, from_env))  # what this type needs
     reading = Reading(path, src, "path", "source.path", {})
+    settings = _source_types().get(kind).settings
     return SourceConfig(
         type=kind,
         path=reading.local(values["path"]) if values["path"] else None,
@@ -678,6 +666,7 @@ def _source(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> S
         library_id=values["library_id"],
         api_key=api_key,
         base_url=(values["base_url"] or DEFAULT_BASE_URL).rstrip("/"),
+        options=_section(path, raw, "source", settings) if settings else None,
     )
 
 

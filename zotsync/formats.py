@@ -8,8 +8,10 @@ earlier sync wrote and this one no longer does.
 
 The built-in formats are modules listed in BUILT_IN, each defining `EXPORTER`, imported by name when
 first asked for: their names are known without importing any exporter, so `zotsync --help` and the
-config's validation stay light. A program using zotsync as a library adds a format of its own with
-`register` (before it loads a config naming it).
+config's validation stay light. An installed package adds one through the `zotsync.formats` entry point
+(zotsync.plugins, docs/plugins.md), read only when a name beyond the built-in ones is asked for; a
+program using zotsync as a library adds a format of its own with `register` (before it loads a config
+naming it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .export.base import ExportInput
+
+
+GROUP = "zotsync.formats"  # the entry-point group of format plugins
 
 # Format name → the module whose EXPORTER it is, in the order `sync` writes them by default.
 BUILT_IN: dict[str, str] = {
@@ -47,8 +52,9 @@ class Needs(enum.Flag):
 
 @dataclass(frozen=True, slots=True)
 class Output:
-    """A file an exporter made: where it goes, relative to `exports.dir`, and its text (or, for a large
-    page, the text already encoded as UTF-8: a str holding one emoji takes four bytes a character)."""
+    """A file an exporter made: where it goes, relative to `exports.dir` (a PurePosixPath, or a str
+    with `/` between folders), and its text (or, for a large page, the text already encoded as UTF-8: a
+    str holding one emoji takes four bytes a character)."""
 
     path: PurePosixPath
     text: str | bytes
@@ -56,6 +62,10 @@ class Output:
     # its head); kept in the store's record of the file.
     made_from: str | None = None
     kept: bool = False  # True: the file as the last export left it (`text` is not given), not rewritten
+
+    def __post_init__(self) -> None:
+        if isinstance(self.path, str):  # a plugin's `Output("shelf.md", text)`
+            object.__setattr__(self, "path", PurePosixPath(self.path))
 
     @property
     def data(self) -> bytes:
@@ -86,13 +96,24 @@ _extra: dict[str, Exporter] = {}
 
 
 def names() -> tuple[str, ...]:
-    """Every format's name: the built-in ones first, in their order."""
-    return tuple(dict.fromkeys([*BUILT_IN, *_extra]))
+    """Every format's name: the built-in ones first, in their order, then the plugins' and those
+    `register` added."""
+    return tuple(dict.fromkeys([*BUILT_IN, *_plugins(), *_extra]))
 
 
 def get(name: str) -> Exporter:
     """The exporter of `name` (a KeyError for an unknown one, which config and the CLI rule out)."""
-    return _extra[name] if name in _extra else _load(BUILT_IN[name])
+    if name in _extra:
+        return _extra[name]
+    if name in BUILT_IN:
+        return _load(BUILT_IN[name])
+    return _plugins()[name]
+
+
+def _plugins() -> dict[str, Exporter]:
+    from .plugins import discovered
+
+    return discovered(GROUP, Exporter, tuple(BUILT_IN))
 
 
 @cache

@@ -398,8 +398,11 @@ class Library:
     # item key → what the page derives from that item alone (facts.py), as the store computed
     # it when it wrote the item; reconcile computes the facts of any item missing here itself.
     facts: Mapping[str, ItemFacts] = field(default_factory=dict, compare=False, repr=False)
+    # item key → the metadata a processor found for the item (a venue, a year, a DOI that Zotero lacks),
+    # handed over by the processor's `attach`: what reconcile reads of any processor, by no name.
+    found: Mapping[str, FoundMetadata] = field(default_factory=dict, compare=False, repr=False)
     # processor name → item key → what that processor derived for the item (zotsync/processing), joined
-    # in by the processor itself (`Processor.attach`), in the form reconcile reads.
+    # in by the processor itself (`Processor.attach`), for the processors' own use.
     derived: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False, repr=False)
     # paper key → its Zotero notes and annotations, for the papers whose note pages an export makes
     # (loaded only when an exporter needs them: `formats.Needs.NOTES`).
@@ -471,9 +474,6 @@ class Changes:
     trust_versions: bool = True
 
 
-# The processor whose results reconcile reads (`Library.derived[ENRICHMENT]`: item key → Enrichment).
-ENRICHMENT = "enrich"
-
 # Where preprints are posted, as a venue names them ("arXiv", DBLP's "CoRR", "bioRxiv"…): an item there
 # is a preprint whose published version a metadata service may know.
 _PREPRINT_SERVER = re.compile(r"^(?:arxiv|corr|biorxiv|medrxiv|chemrxiv|techrxiv|ssrn|research square)\b")
@@ -484,11 +484,12 @@ def is_preprint(item_type: str, venue: str) -> bool:
     return item_type == "preprint" or bool(_PREPRINT_SERVER.match(venue.strip().casefold()))
 
 
-class Enrichment(NamedTuple):
-    """What a metadata service found for a Zotero item (zotsync/processing/enrich), as reconcile reads
-    it: the venue as the service names it, and what to fill where Zotero has nothing."""
+class FoundMetadata(NamedTuple):
+    """What a metadata processor found for a Zotero item (`Library.found`; enrichment's services fill
+    it, zotsync/processing/enrich), as reconcile reads it: the venue as the finder names it, and what to
+    fill where Zotero has nothing."""
 
-    service: str  # dblp, crossref, openalex or arxiv
+    service: str  # who found it, shown as the venue's source: dblp, crossref, openalex, arxiv…
     venue: str  # as the service names it: "OSDI", "Proceedings of the … Symposium on …", "arXiv"
     venue_key: str  # DBLP's stream of the venue ("osdi" of conf/osdi/…), which the short names know
     venue_year: str  # the year of that venue (the published version's, for a preprint)

@@ -10,9 +10,9 @@ from .. import catalogue_edit, normalize
 from ..catalogue import load_catalogue
 from ..config import Config
 from ..gcpause import bulk_phase
-from ..inputs import MAX_YAML, read_input_version, why_unreadable
+from ..inputs import MAX_YAML, FileVersion, read_input_version, why_unreadable
 from ..model import CatalogueEntry, Item
-from ..outputs import FileVersion, write_atomically
+from ..outputs import write_atomically
 from ..store import exclusive_lock
 from .page import merge
 from .stores import open_store

@@ -4,17 +4,18 @@ services now, whatever `enrich.enabled` says (zotsync/processing/enrich does the
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import digest
 from ..catalogue import CatalogueFile
 from ..config import Config
 from ..gcpause import bulk_phase
-from ..model import Enrichment
+from ..model import FoundMetadata
 from ..processing import Job, Report
-from ..processing.enrich import NAME, enrichment
+from ..processing.enrich import enrichment
 from ..processing.enrich.run import Found, enrich
+from ..processing.enrich.settings import NAME
 from ..reconcile.venue import enriched_venue, load_venue_table
 from ..store import exclusive_lock
 from .page import PageAudience
@@ -55,6 +56,15 @@ class EnrichResult:
     answers: list[ItemAnswer]
     dry_run: bool
 
+    def to_dict(self) -> dict[str, Any]:
+        """The run's counts and each item's answer."""
+        return {
+            "dry_run": self.dry_run,
+            "counts": dict(self.report.counts),
+            "warnings": list(self.report.warnings),
+            "answers": [asdict(answer) for answer in self.answers],
+        }
+
     def summary(self) -> str:
         counts = self.report.counts
         would = "would fill" if self.dry_run else "filled"
@@ -92,7 +102,7 @@ def run_enrich(
     return EnrichResult(report, answers, dry_run)
 
 
-def _answer(found: Found, filled: Enrichment | None, table: Any) -> ItemAnswer:
+def _answer(found: Found, filled: FoundMetadata | None, table: Any) -> ItemAnswer:
     query, value = found.query, found.value
     if filled is None:
         return ItemAnswer(query.key, query.title, found.outcome, candidates=list(value.get("candidates", [])))

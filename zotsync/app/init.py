@@ -10,7 +10,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from ..config import CONFIG_NAME, SOURCE_TYPES
+from .. import sources
+from ..config import CONFIG_NAME
 from ..errors import ConfigError, FileError
 from ..folders import cause, make_folders, remove_folders
 
@@ -37,8 +38,9 @@ def init(
     path: str | None = None,
 ) -> Started:
     """A config for `source`, an empty catalogue and exports/ in `folder`."""
-    if source not in SOURCE_TYPES:
-        raise ConfigError(f"--source must be {', '.join(SOURCE_TYPES[:-1])} or {SOURCE_TYPES[-1]}")
+    known = sources.names()
+    if source not in known:
+        raise ConfigError(f"--source must be {', '.join(known[:-1])} or {known[-1]}")
     if library_id and not library_id.isdigit():
         raise ConfigError(
             f"--library-id must be a number (your userID or the group's id), not '{library_id}'"
@@ -145,7 +147,10 @@ def config_text(source: str, library_type: str, library_id: str, path: Path) -> 
             '  # api_key: ""                 # better: export ZOTERO_API_KEY=… (a public library needs none)',
         ]
     else:
-        what = "a Zotero data directory or its zotero.sqlite" if source == "local" else "a snapshot file"
+        what = {"local": "a Zotero data directory or its zotero.sqlite", "snapshot": "a snapshot file"}.get(
+            source,
+            f"where the {source} source reads the library",  # a plugin's type
+        )
         source_lines = [
             f"  type: {source:<22} # web | local | snapshot",
             f"  path: {json.dumps(path.as_posix(), ensure_ascii=False)}   # {what}",

@@ -35,8 +35,16 @@ class Listed:
     curated: bool  # a curated catalogue entry claims it
     categories: tuple[str, ...]  # the catalogue categories it is curated under
 
-    def as_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
+        """What `list --format json` prints for the item."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    as_json = to_dict  # the name of zotsync 0.2 and earlier
+
+    def summary(self) -> str:
+        """One line: the key, the title, the venue and year."""
+        venue = " ".join(part for part in (self.venue, self.year) if part)
+        return f"{self.zotero_key} {self.title}" + (f" ({venue})" if venue else "")
 
 
 @dataclass(frozen=True, slots=True)

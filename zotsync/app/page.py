@@ -21,7 +21,7 @@ from ..export.record import ExportRecord, export_inputs
 from ..export.writer import write_exports
 from ..formats import Needs
 from ..gcpause import bulk_phase
-from ..model import ENRICHMENT, Catalogue, Library, Placement
+from ..model import Catalogue, Library, Placement
 from ..outputs import FileRecord
 from ..reconcile import Options, Reconciliation, reconcile
 from ..reconcile.scope import Audience, PageScope, audience, page_rows
@@ -60,9 +60,9 @@ def merge(
     attachments, which only those links read; with `notes_plan`, the rows carry the 📝 and Note links of
     the note pages the exports make (the page and its CSV, not a report)."""
     library = store.load_page(creators, attachments=links)
-    derived = {name: store.derived(name) for name in processing.BUILT_IN}
+    derived = {name: store.derived(name) for name in processing.names()}
     library = processing.attach_all(library, derived)
-    enriched = bool(library.derived.get(ENRICHMENT))
+    enriched = bool(library.found)
     reconciliation = reconcile(catalogue, library, options_of(config, links, enriched))
     scope = scope_of(config, catalogue)
     rows = page_rows(reconciliation.placements, scope)
@@ -83,7 +83,7 @@ def layout_of(config: Config) -> Layout:
 
 def rows_under(config: Config, catalogue: Catalogue, library: Library) -> tuple[Placement, ...]:
     """The page's rows under `config`'s settings, without links (what the change digest compares)."""
-    enriched = bool(library.derived.get(ENRICHMENT))
+    enriched = bool(library.found)
     reconciliation = reconcile(catalogue, library, options_of(config, False, enriched))
     return page_rows(reconciliation.placements, scope_of(config, catalogue))
 
@@ -139,7 +139,7 @@ class PageAudience:
 
     def __call__(self, library: Library) -> Audience:
         catalogue = self.catalogue_file.load()
-        enriched = bool(library.derived.get(ENRICHMENT))
+        enriched = bool(library.found)
         reconciliation = reconcile(catalogue, library, options_of(self.config, False, enriched))
         return audience(reconciliation.placements, scope_of(self.config, catalogue))
 

@@ -6,6 +6,7 @@ import functools
 import logging
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import Config
 from ..errors import TooMuchRemoval
@@ -29,7 +30,21 @@ class PullReport:
     result: ApplyResult
     reread: int | None = None  # the items a full pull (`--full`) read, which it compared one by one
 
+    def to_dict(self) -> dict[str, Any]:
+        """The versions and the counts, as `sync --json` names them."""
+        counts = self.result
+        return {
+            "library_version": self.to_version,
+            "previous_version": self.from_version,
+            "items_added": counts.items_added,
+            "items_updated": counts.items_updated,
+            "items_removed": counts.items_removed,
+            "collections_changed": counts.collections_changed,
+            "collections_removed": counts.collections_removed,
+        }
+
     def summary(self) -> str:
+        """One line: what the pull changed."""
         r = self.result
         if not r.changed and self.reread is not None:
             return f"re-read {self.reread} items: no changes at library version {self.to_version}"

@@ -47,8 +47,15 @@ class SearchHit:
     snippet: str = ""  # one line of that field around the match
     fields: list[str] = field(default_factory=list)  # every field that matched, in that order
 
-    def as_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
+        """What `search --format json` prints for the hit."""
         return asdict(self)
+
+    as_json = to_dict  # the name of zotsync 0.2 and earlier
+
+    def summary(self) -> str:
+        """One line: the key, the title and where it matched."""
+        return f"{self.zotero_key or '(curated)'} {self.title} [{self.where}]"
 
 
 def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[SearchHit]:

@@ -14,8 +14,9 @@ from ..catalogue import load_catalogue
 from ..config import Config
 from ..digest import GONE
 from ..gcpause import bulk_phase
-from ..model import ENRICHMENT, Catalogue, Library, Placement, collection_path, in_collections
+from ..model import Catalogue, Library, Placement, collection_path, in_collections
 from ..processing import Derived
+from ..processing.enrich.settings import NAME as ENRICH  # its answers make the report's enrichment summary
 from ..reconcile import MatchResult
 from ..reconcile.categories import near_duplicates
 from ..text import blank
@@ -28,7 +29,7 @@ from .stores import open_store
 class LibrarySummary:
     type: str
     id: str
-    kind: str  # web, local-api, local or snapshot
+    kind: str  # the source id's type: web, local-api, local, snapshot (or a plugin's)
     name: str
     source: str  # the file, or the Web API's URL
     version: int | None
@@ -62,7 +63,7 @@ class EnrichmentSummary:
 
 @dataclass(frozen=True, slots=True)
 class StatusReport:
-    """What `zotsync status` reports; `to_json` is what `status --format json` prints. Each list holds
+    """What `zotsync status` reports; `to_dict` is what `status --format json` prints. Each list holds
     one JSON-shaped record per finding (docs/commands.md names their fields)."""
 
     library: LibrarySummary
@@ -80,8 +81,19 @@ class StatusReport:
         default_factory=lambda: EnrichmentSummary({"filled": 0, "ambiguous": 0, "not_found": 0}, {}, [])
     )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    to_json = to_dict  # the name of zotsync 0.2 and earlier
+
+    def summary(self) -> str:
+        """One line: the page's papers and the catalogue's matches."""
+        page = self.catalogue
+        return (
+            f"{page.entries} papers in {page.categories} categories ({page.read} read, {page.unread} "
+            f"unread); {page.matched} of {page.curated} curated papers matched, {len(self.unmatched)} "
+            f"unmatched; {self.library.items} items in the library"
+        )
 
 
 def status(config: Config) -> StatusReport:
@@ -97,7 +109,7 @@ def _status_report(config: Config) -> StatusReport:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = store.sync_state
         last_page = store.catalogue_rows() or []
-    answers = merged.derived.get(ENRICHMENT, {})
+    answers = merged.derived.get(ENRICH, {})
     # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
     # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
     rows, every, library = merged.page.rows, merged.reconciliation.placements, merged.library
@@ -207,9 +219,10 @@ def enrichment_summary(
 
 
 def origin(source_id: str) -> str:
-    """Where a source id says the library came from: the file, or the Web API's URL."""
-    kind, _, where = source_id.partition(":")
-    return where.partition("#")[0] if kind in ("local", "snapshot") else where
+    """Where a source id (`<type>:<where>`) says the library came from: the Web API's URL, or the file
+    without the library a `#` names in it; whichever type of source wrote it."""
+    _, _, where = source_id.partition(":")
+    return where if where.startswith(("http://", "https://")) else where.partition("#")[0]
 
 
 def untitled(rows: Sequence[Placement]) -> list[dict[str, Any]]:

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import digest, formats, processing
-from ..catalogue import Catalogue, CatalogueFile
+from ..catalogue import CatalogueFile
 from ..config import Config
 from ..export.record import ExportRecord, export_inputs
 from ..gcpause import bulk_phase
-from ..model import Placement
+from ..model import Catalogue, Placement
 from ..outputs import FileRecord
 from ..sources import open_source
 from ..store import Store, exclusive_lock
@@ -38,8 +38,14 @@ class SyncResult:
         """Whether any export file changed."""
         return any(wrote for _, wrote in self.written)
 
-    def summary(self, duration_s: float) -> dict[str, Any]:
-        """The one JSON object `sync --json` prints (docs/commands.md lists every field)."""
+    def summary(self) -> str:
+        """One line: what the pull changed and the files written."""
+        wrote = sum(wrote for _, wrote in self.written)
+        return f"{self.pull.summary()}; {wrote} files written, {len(self.written) - wrote} unchanged"
+
+    def to_dict(self, duration_s: float = 0.0) -> dict[str, Any]:
+        """The one JSON object `sync --json` prints (docs/commands.md lists every field), with the run's
+        `duration_s`."""
         counts = self.pull.result
         return {
             "changed": self.changed,

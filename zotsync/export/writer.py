@@ -30,8 +30,7 @@ from pathlib import Path
 
 from ..errors import ExportError
 from ..formats import Output
-from ..outputs import read_regular, write_atomically, write_together
-from .record import FileRecord
+from ..outputs import FileRecord, read_regular, write_atomically, write_together
 
 log = logging.getLogger("zotsync")
 

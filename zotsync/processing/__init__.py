@@ -1,14 +1,21 @@
 """The stage between the pull and the page: processors derive data from the library that Zotero does not
 hold (a venue from a metadata service, say), keep it in the store, and hand it to the page.
 
-A processor is one module listed in BUILT_IN, whose PROCESSOR has:
+A built-in processor is one module listed in BUILT_IN, whose PROCESSOR has:
 
-- `name` (the key of its results in the store's `derived` table, and of its report in `status`);
+- `name` (the key of its results in the store's `derived` table, of its report in `status`, and of its
+  config section);
 - `enabled(config)`: whether `sync` runs it (a command of its own may run it whatever this says);
 - `run(job) -> Report`: derive what is due, within `job.deadline`, and save it with `job.save`; it must
   end by the deadline and never fail a sync for what a service does (it says so in its report);
-- `attach(library, results) -> Library`: the library as the page sees it, with the results joined in
-  (`Library.derived`): reconcile reads them there, never from the store.
+- `attach(library, results) -> Library`: the library as the page sees it, with the results joined in:
+  the metadata it found in the typed `Library.found`, which reconcile reads whoever filled it (the core
+  names no processor), anything else in `Library.derived` under its name;
+- optionally `settings`: the model of its config section (a dataclass of `config.setting` fields), read
+  with the core's sections and given back by `config.section(name)`.
+
+An installed package adds a processor through the `zotsync.processors` entry point (docs/plugins.md);
+a program using zotsync as a library adds one for its run with `register`.
 
 A processor that has nothing to do should learn it cheaply: `Job.remember` keeps a small note of its own
 between runs (say, the store's content generation when it last found nothing due), which `Job.mark`
@@ -30,20 +37,20 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..config import Config
-from ..model import Library
-from ..store import Store
-from ..store.derived import Derived
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the registry is read when a config is loaded: it imports neither the store nor the model
+    from ..config import Config
+    from ..model import Library
     from ..reconcile.scope import Audience
+    from ..store import Store
+    from ..store.derived import Derived
 
 log = logging.getLogger("zotsync")
 
 # Processor name → the module whose PROCESSOR it is, in the order `sync` runs them.
 BUILT_IN: dict[str, str] = {"enrich": "zotsync.processing.enrich"}
+GROUP = "zotsync.processors"  # the entry-point group of processor plugins
 
 __all__ = [
     "BUILT_IN",
@@ -54,7 +61,10 @@ __all__ = [
     "Report",
     "attach_all",
     "get",
+    "names",
+    "register",
     "run_stage",
+    "sections",
 ]
 
 
@@ -131,6 +141,7 @@ class AudienceOf(Protocol):
     def __call__(self, library: Library) -> Audience: ...
 
 
+@runtime_checkable
 class Processor(Protocol):
     name: str
 
@@ -141,10 +152,47 @@ class Processor(Protocol):
     def attach(self, library: Library, results: Mapping[str, Derived]) -> Library: ...
 
 
-@cache
-def get(name: str) -> Processor:
-    processor: Processor = importlib.import_module(BUILT_IN[name]).PROCESSOR
+_extra: dict[str, Processor] = {}
+
+
+def register(processor: Processor) -> Processor:
+    """Add a processor for this run (a program using zotsync, a test), run after the built-in ones and
+    the plugins'; before a config is loaded, when it has settings of its own."""
+    _extra[processor.name] = processor
     return processor
+
+
+def _plugins() -> dict[str, Processor]:
+    from ..plugins import discovered
+
+    return discovered(GROUP, Processor, tuple(BUILT_IN))
+
+
+def names() -> tuple[str, ...]:
+    """Every processor's name, in the order `sync` runs them: the built-in ones, the plugins', then
+    those `register` added."""
+    return tuple(dict.fromkeys([*BUILT_IN, *_plugins(), *_extra]))
+
+
+def get(name: str) -> Processor:
+    if name in _extra:
+        return _extra[name]
+    if name in BUILT_IN:
+        return _built_in(BUILT_IN[name])
+    return _plugins()[name]
+
+
+@cache
+def _built_in(module: str) -> Processor:
+    processor: Processor = importlib.import_module(module).PROCESSOR
+    return processor
+
+
+def sections(plugins: bool = True) -> dict[str, type]:
+    """Each processor's config section (its `settings`), by its name, in the order they run; without
+    `plugins`, the built-in processors' alone."""
+    found = {name: getattr(get(name), "settings", None) for name in (names() if plugins else BUILT_IN)}
+    return {name: settings for name, settings in found.items() if isinstance(settings, type)}
 
 
 def run_stage(
@@ -152,7 +200,7 @@ def run_stage(
 ) -> list[Report]:
     """Every enabled processor, in order (the `sync` between its pull and its exports)."""
     reports = []
-    for name in BUILT_IN:
+    for name in names():
         processor = get(name)
         if processor.enabled(config):
             job = Job(config, store, name, config.sync.deadline, now, audience=audience)
@@ -165,10 +213,19 @@ def run_stage(
 
 def attach_all(library: Library, results: Mapping[str, Mapping[str, Derived]]) -> Library:
     """The library with every processor's stored results joined in (`results`: name → key → record)."""
-    for name in BUILT_IN:
+    for name in names():
         if results.get(name):
             library = get(name).attach(library, results[name])
     return library
+
+
+def __getattr__(name: str) -> Any:
+    """`Derived`, the store's record of a result, imported from the store when first named here."""
+    if name == "Derived":
+        from ..store.derived import Derived
+
+        return Derived
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def report_json(reports: Iterable[Report]) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 Field owners: the curator owns category, status, why, note marker, links and a venue override; Zotero
 owns title, authors, date, DOI, URL, tags, collections and attachments. A curated field left empty is
-filled from Zotero; what Zotero lacks (a venue, a year, a DOI) from what a metadata service found
-(`Library.derived`, zotsync/processing/enrich), and a preprint's venue from its published version's
-when `prefer_published`.
+filled from Zotero; what Zotero lacks (a venue, a year, a DOI) from what a metadata processor found
+(`Library.found`: zotsync/processing/enrich fills it), and a preprint's venue from its published
+version's when `prefer_published`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from .. import normalize
 from ..facts import ItemFacts
 from ..model import (
-    ENRICHMENT,
     Catalogue,
     CatalogueEntry,
-    Enrichment,
+    FoundMetadata,
     Item,
     Library,
     Link,
@@ -67,9 +66,7 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             children[item.parent_key].append(item)
     paths = library.collection_paths()
     facts = matches.facts  # of every item a row can show
-    row = _RowBuilder(
-        options, children, paths, facts, library.derived.get(ENRICHMENT) or {}, library.library_url
-    )
+    row = _RowBuilder(options, children, paths, facts, library.found, library.library_url)
 
     rows: dict[str, list[Placement]] = {c.name: [] for c in catalogue.categories}
     conflicts: list[tuple[str, Status, Status]] = []
@@ -135,7 +132,7 @@ class _RowBuilder:
     children: dict[str, list[Item]]
     paths: dict[str, str]
     facts: Mapping[str, ItemFacts]  # of every item a row is built for
-    enriched: Mapping[str, Enrichment]  # item key → what a metadata service found
+    enriched: Mapping[str, FoundMetadata]  # item key → what a metadata processor found
     library_url: str = ""  # the library's web page, for `zotero_link_kind` web
     # Per run, not per row: the read and unread tags as sets, and both (the status tags, never shown).
     read_tags: frozenset[str] = field(init=False)

@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import normalize
 from ..errors import ConfigError
-from ..model import Enrichment, Item
+from ..model import FoundMetadata, Item
 from ..yamlio import load_yaml
 
 PROCEEDINGS_TYPES = frozenset({"conferencePaper", "bookSection"})
@@ -85,7 +85,7 @@ def derive_venue(
     return _shown("", source, year)
 
 
-def enriched_venue(found: Enrichment, table: VenueTable | None, year: str) -> str:
+def enriched_venue(found: FoundMetadata, table: VenueTable | None, year: str) -> str:
     """The venue a metadata service found, as the page shows it: `OSDI'20` when the table knows its short
     name (DBLP's stream key `osdi`, its venue `OSDI`, or a phrase of a proceedings title), else
     `<venue> · <year>`. `year` is the item's, for a venue whose service gave none."""

@@ -21,7 +21,17 @@ from .derived import Derived
 from .failures import DAMAGED, cause, store_errors
 from .identity import APPLICATION_ID, identify, not_ours
 from .landing import ApplyResult, Check, Landing
-from .schema import BUMP_GENERATION, MIGRATIONS, apply_migration, now, refresh_facts, settle
+from .schema import (
+    BUMP_GENERATION,
+    MIGRATIONS,
+    NUMBERED,
+    applied,
+    newest_number,
+    now,
+    pending,
+    refresh_facts,
+    upgrade,
+)
 from .state import SyncState, read_state, write_state
 
 # Pages of a new store. An `items` row is ~0.7 KiB, more with an abstract, so 8 KiB pages (SQLite's
@@ -91,9 +101,7 @@ def _initialise(db: sqlite3.Connection) -> None:
     """Mark an empty database as a zotsync store and give it the whole schema, in one transaction."""
     db.execute("BEGIN IMMEDIATE")
     db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    for number in range(1, len(MIGRATIONS) + 1):
-        apply_migration(db, number)
-    settle(db)
+    upgrade(db)
     db.execute("COMMIT")
 
 
@@ -221,16 +229,18 @@ class Store:
     def _migrate(self) -> None:
         """Bring the schema up to this zotsync's; a store from before the mark gets it here."""
         db = self._db
-        applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
-        if not all(type(version) is int for version in applied):  # a damaged schema lost its key
+        versions = [row[0] for row in db.execute("SELECT version FROM schema_migrations")]
+        if not all(type(version) is int for version in versions):  # a damaged schema lost its key
             raise StoreError(f"cannot open the store {self.path}: {DAMAGED}")
-        if applied and max(applied) > len(MIGRATIONS):
-            raise StoreError(f"the store {self.path} was written by a newer zotsync (schema {max(applied)})")
-        pending = [n for n in range(1, len(MIGRATIONS) + 1) if n not in applied]
+        done = applied(db)
+        if done - set(NUMBERED):  # a migration this zotsync does not know
+            raise StoreError(
+                f"the store {self.path} was written by a newer zotsync (schema {newest_number(db)})"
+            )
         marked = db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         if self.readonly:
-            if pending:
-                schema = max(applied, default=0)
+            if pending(done):
+                schema = newest_number(db)
                 raise StoreError(
                     f"the store {self.path} was written by an older zotsync (schema {schema}): "
                     "run `zotsync pull` once to upgrade it"
@@ -239,13 +249,11 @@ class Store:
         if not marked:
             with self._transaction():
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        if pending:
+        if pending(done):
             # All in one transaction: a run killed half-way (6 empties `item_page`, `settle` fills it)
             # leaves the store as the zotsync before wrote it, which that zotsync can still read.
             with self._transaction():
-                for number in pending:
-                    apply_migration(db, number)
-                settle(db)
+                upgrade(db)
         if self.sync_state.facts_version != stored_version():
             with self._transaction():
                 refresh_facts(db)
@@ -253,7 +261,9 @@ class Store:
     @property
     @store_errors
     def schema_version(self) -> int:
-        return self._db.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
+        """How many of this zotsync's migrations the store has had: `len(MIGRATIONS)` once upgraded."""
+        done = applied(self._db)
+        return sum(step.__name__ in done for step in MIGRATIONS)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

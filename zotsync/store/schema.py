@@ -1,15 +1,22 @@
-"""The store's schema: migrations as named functions, applied in order and recorded by number.
+"""The store's schema: migrations as named functions, applied in order and recorded by name.
 
-`schema_migrations(version, applied_at)` lists the migrations a store has had: the n-th function of
-`MIGRATIONS` is version n. A new migration is a function at the end, decorated with `@migration`; it
-gets the connection inside the upgrade's one transaction (see `db.Store._migrate`), so a run killed
-half-way leaves the store as the older zotsync wrote it. Never change what a published migration does:
-stores in the wild have run it.
+`schema_migrations(version, applied_at, name)` lists the migrations a store has had, by the function's
+name; `version` is the number each also gets, in order, which a zotsync from before the names reads (it
+refuses a store with a number it does not know). Stores from then recorded numbers alone: `NUMBERED`
+gives the names they stand for. A new migration is a function at the end, decorated with `@migration`;
+it gets the connection inside the upgrade's one transaction (`upgrade`, see `db.Store._migrate`), so a
+run killed half-way leaves the store as the older zotsync wrote it.
+
+Never change what a published migration does: stores in the wild have run it. So a migration runs its
+own frozen copy of what it needs (the page fields it extracts, how it encodes a creator), never today's
+codec, which later versions change; what must be as this zotsync reads it is made once at the end of
+every upgrade (`settle`).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import operator
 import sqlite3
 import textwrap
@@ -19,28 +26,87 @@ from typing import Any
 
 from ..facts import stored_version
 from . import searchindex
-from .codec import (
-    COMPACT_JSON,
-    INSERT_PAGE,
-    compact_creators,
-    facts_json,
-    grouped,
-    item_record,
-    items_of,
-    page_fields_sql,
-    page_items,
-    page_record,
-)
+from .codec import INSERT_PAGE, facts_json, item_record, items_of, page_fields_sql, page_items, page_record
 
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: list[Migration] = []
 
 BATCH = 1000  # rows a data step reads or writes per statement
 
+# The numbers the stores recorded before the names, and the names they stand for; a new migration takes
+# the next number (`migration`).
+NUMBERED: dict[str, int] = {
+    "library_mirror": 1,
+    "last_page_rows": 2,
+    "page_fields_and_generation": 3,
+    "bulk_writes": 4,
+    "whole_page_rows": 5,
+    "page_read_model": 6,
+    "item_lists_in_rows": 7,
+    "compact_item_creators": 8,
+    "export_files": 9,
+    "derived_results": 10,
+    "feed_entries": 11,
+    "publisher_on_the_page": 12,
+    "children_index": 13,
+    "note_page_inputs": 14,
+}
+# Migrations that no longer run, with why. A store that never had one is recorded as having it when it
+# is upgraded past it, so that the numbers an older zotsync counts stay whole.
+RETIRED: dict[str, str] = {
+    # 5 made `item_page` whole page rows; 6 rebuilds it with the facts as well, so 5 had nothing left to do
+    "whole_page_rows": "page_read_model",
+}
+
 
 def migration(step: Migration) -> Migration:
+    NUMBERED.setdefault(step.__name__, max(NUMBERED.values()) + 1)
     MIGRATIONS.append(step)
     return step
+
+
+def applied(db: sqlite3.Connection) -> set[str]:
+    """The names of the migrations the store has had (`#<version>` for a number no zotsync here knows)."""
+    by_number = {number: name for name, number in NUMBERED.items()}
+    if "name" in {row[1] for row in db.execute("PRAGMA table_info(schema_migrations)")}:
+        rows = db.execute("SELECT version, name FROM schema_migrations").fetchall()
+    else:  # a store from before the names
+        rows = [(version, None) for (version,) in db.execute("SELECT version FROM schema_migrations")]
+    return {name or by_number.get(version, f"#{version}") for version, name in rows}
+
+
+def newest_number(db: sqlite3.Connection) -> int:
+    """The highest number the store recorded: its schema, as messages name it."""
+    return int(db.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0)
+
+
+def pending(done: set[str]) -> list[Migration]:
+    """This zotsync's migrations a store that had `done` has yet to run, in order."""
+    return [step for step in MIGRATIONS if step.__name__ not in done]
+
+
+def upgrade(db: sqlite3.Connection) -> None:
+    """Run every pending migration, in the caller's transaction, and record each (the retired ones
+    before it included); then `settle`."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    done = applied(db)
+    retired_before = {after: name for name, after in RETIRED.items()}
+    for step in pending(done):
+        name = retired_before.get(step.__name__)
+        if name and name not in done:
+            _record(db, name)
+        step(db)
+        _record(db, step.__name__)
+    settle(db)
+
+
+def _record(db: sqlite3.Connection, name: str) -> None:
+    if "name" in {row[1] for row in db.execute("PRAGMA table_info(schema_migrations)")}:
+        db.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (NUMBERED[name], now(), name))
+    else:  # before `named_migrations` has run
+        db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (NUMBERED[name], now()))
 
 
 def run_sql(db: sqlite3.Connection, script: str) -> None:
@@ -144,17 +210,32 @@ def page_fields_and_generation(db: sqlite3.Connection) -> None:
             fields TEXT NOT NULL      -- JSON object: the PAGE_FIELDS of items.fields (absent ones are null)
         );
         CREATE TRIGGER IF NOT EXISTS item_page_insert AFTER INSERT ON items BEGIN
-            INSERT OR REPLACE INTO item_page VALUES (new.key, {page_fields_sql("new.fields")});
+            INSERT OR REPLACE INTO item_page VALUES (new.key, {_page_fields_sql_3("new.fields")});
         END;
         CREATE TRIGGER IF NOT EXISTS item_page_update AFTER UPDATE OF key, fields ON items BEGIN
             DELETE FROM item_page WHERE key = old.key;
-            INSERT OR REPLACE INTO item_page VALUES (new.key, {page_fields_sql("new.fields")});
+            INSERT OR REPLACE INTO item_page VALUES (new.key, {_page_fields_sql_3("new.fields")});
         END;
-        INSERT OR REPLACE INTO item_page SELECT key, {page_fields_sql("fields")} FROM items;
+        INSERT OR REPLACE INTO item_page SELECT key, {_page_fields_sql_3("fields")} FROM items;
         INSERT OR IGNORE INTO sync_state VALUES ('content_generation', '0');
         {triggers}
         """,
     )
+
+
+# What migration 3 extracts of each item: the page fields as they were when it was last run (6 rebuilds the
+# table, and every upgrade ends by filling it with today's, `settle`).
+_PAGE_FIELDS_3 = (
+    *("publicationTitle", "proceedingsTitle", "bookTitle", "blogTitle", "websiteTitle", "forumTitle"),
+    *("encyclopediaTitle", "dictionaryTitle", "repository", "reportType", "thesisType", "institution"),
+    *("university", "company", "publisher", "date", "DOI", "extra", "url", "archiveID", "ISBN"),
+    *("conferenceName", "contentType", "linkMode", "dateAdded"),
+)
+
+
+def _page_fields_sql_3(column: str) -> str:
+    pairs = ", ".join(f"'{f}', json_extract({column}, '$.{f}')" for f in _PAGE_FIELDS_3)
+    return f"json_patch('{{}}', json_object({pairs}))"
 
 
 @migration
@@ -167,12 +248,6 @@ def bulk_writes(db: sqlite3.Connection) -> None:
         for event in ("INSERT", "UPDATE", "DELETE")
     )
     run_sql(db, f"DROP TRIGGER IF EXISTS item_page_insert;\n{drops}")
-
-
-@migration
-def whole_page_rows(db: sqlite3.Connection) -> None:
-    """5: made `item_page` whole page rows; 6 rebuilds it with the facts as well, so 5 has nothing left
-    to do (a store at 4 goes straight to 6's table). Kept: the numbers of applied migrations stay."""
 
 
 @migration
@@ -225,16 +300,32 @@ def item_lists_in_rows(db: sqlite3.Connection) -> None:
         ALTER TABLE items ADD COLUMN collections TEXT NOT NULL DEFAULT '[]'; -- JSON [collection key, …]
         """,
     )
-    one_tag, one_membership = tuple, operator.itemgetter(0)  # [tag, type]; the collection key alone
+    one_tag, one_membership = list, operator.itemgetter(0)  # [tag, type]; the collection key alone
     for table, columns, column, entry in (
         ("item_tags", "tag, type", "tags", one_tag),
         ("item_collections", "collection_key", "collections", one_membership),
     ):
         rows = db.execute(f"SELECT item_key, {columns} FROM {table} ORDER BY item_key, position")
-        listed = ((COMPACT_JSON(list(map(entry, group))), key) for key, group in grouped(rows))
+        listed = (
+            (_compact_json_7([entry(row[1:]) for row in group]), key)
+            for key, group in itertools.groupby(rows, key=operator.itemgetter(0))
+        )
         while batch := list(itertools.islice(listed, BATCH)):
             db.executemany(f"UPDATE items SET {column} = ? WHERE key = ?", batch)
         db.execute(f"DROP TABLE {table}")
+
+
+def _compact_json_7(value: Any) -> str:
+    """JSON as migrations 7 and 8 write it: compact, not ASCII-escaped."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _compact_creators_8(objects_json: str) -> str:
+    """Creators stored as objects (schema ≤ 7) as arrays: [[creator_type, last_name, first_name, name]]."""
+    names = ("last_name", "first_name", "name")
+    return _compact_json_7(
+        [[c["creator_type"], *(c.get(n, "") for n in names)] for c in json.loads(objects_json)]
+    )
 
 
 @migration
@@ -255,7 +346,7 @@ def compact_item_creators(db: sqlite3.Connection) -> None:
     query = "SELECT key, creators FROM items WHERE key > ? AND creators != '[]' ORDER BY key LIMIT ?"
     for rows in by_key(db, query):
         db.executemany(
-            "UPDATE items SET creators = ? WHERE key = ?", [(compact_creators(c), key) for key, c in rows]
+            "UPDATE items SET creators = ? WHERE key = ?", [(_compact_creators_8(c), key) for key, c in rows]
         )
 
 
@@ -366,8 +457,36 @@ def note_page_inputs(db: sqlite3.Connection) -> None:
 
 
 @migration
+def named_migrations(db: sqlite3.Connection) -> None:
+    """15: migrations recorded by name, so that one that is no longer needed can retire (`RETIRED`) and
+    the record says what ran; the numbers the store recorded so far get the names they stand for."""
+    if "name" not in {row[1] for row in db.execute("PRAGMA table_info(schema_migrations)")}:
+        db.execute("ALTER TABLE schema_migrations ADD COLUMN name TEXT")
+    names_then = {
+        1: "library_mirror",
+        2: "last_page_rows",
+        3: "page_fields_and_generation",
+        4: "bulk_writes",
+        5: "whole_page_rows",
+        6: "page_read_model",
+        7: "item_lists_in_rows",
+        8: "compact_item_creators",
+        9: "export_files",
+        10: "derived_results",
+        11: "feed_entries",
+        12: "publisher_on_the_page",
+        13: "children_index",
+        14: "note_page_inputs",
+    }
+    db.executemany(
+        "UPDATE schema_migrations SET name = ? WHERE version = ? AND name IS NULL",
+        [(name, number) for number, name in names_then.items()],
+    )
+
+
+@migration
 def citation_key_on_the_page(db: sqlite3.Connection) -> None:
-    """15: `item_page` keeps Zotero 7's `citationKey` field (Better BibTeX's key, which catalog.bib reads
+    """16: `item_page` keeps Zotero 7's `citationKey` field (Better BibTeX's key, which catalog.bib reads
     before `Citation Key:` in `extra`); emptied here, it is filled again from `items` at the end of the
     upgrade (`settle`), facts included."""
     db.execute("DELETE FROM item_page")
@@ -413,17 +532,6 @@ _PAGE_UPDATE_TRIGGERS = f"""
         UPDATE item_page SET tags = new.tags, collections = new.collections WHERE key = new.key;
     END;
 """
-
-
-def apply_migration(db: sqlite3.Connection, number: int) -> None:
-    """Migration `number` (1-based), recorded in `schema_migrations`."""
-    if number == 1:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations"
-            " (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-        )
-    MIGRATIONS[number - 1](db)
-    db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (number, now()))
 
 
 def settle(db: sqlite3.Connection) -> None:

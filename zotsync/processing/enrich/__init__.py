@@ -25,20 +25,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...config import Config
-from ...model import ENRICHMENT, Enrichment, Library
-from .. import Derived, Job, Report
+from .settings import NAME, EnrichConfig
 
-NAME = ENRICHMENT
-
+if TYPE_CHECKING:  # read when a config is loaded (its section): neither the store nor the model load then
+    from ...config import Config
+    from ...model import FoundMetadata, Library
+    from .. import Derived, Job, Report
 
 # -- the processor ----------------------------------------------------------------------------------
 
 
 class Enricher:
     name = NAME
+    settings = EnrichConfig  # the `enrich` section
 
     def enabled(self, config: Config) -> bool:
         return config.enrich.enabled
@@ -52,16 +53,18 @@ class Enricher:
 
     def attach(self, library: Library, results: Mapping[str, Derived]) -> Library:
         found = {key: e for key, r in results.items() if (e := enrichment(r.value)) is not None}
-        return replace(library, derived={**library.derived, NAME: found})
+        return replace(library, found={**library.found, **found})
 
 
 PROCESSOR = Enricher()
 
 
-def enrichment(value: Any) -> Enrichment | None:
+def enrichment(value: Any) -> FoundMetadata | None:
     """A stored answer as reconcile reads it; None unless a service filled something."""
+    from ...model import FoundMetadata
+
     if not isinstance(value, dict) or value.get("outcome") != "filled":
         return None
     names = ("service", "venue", "venue_key", "venue_year", "year", "doi")
     text = {name: str(value.get(name) or "") for name in names}
-    return Enrichment(published=bool(value.get("published")), **text)
+    return FoundMetadata(published=bool(value.get("published")), **text)

@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...config import EnrichConfig
 from ...facts import item_facts
-from ...model import ENRICHMENT as NAME
 from ...net import HttpClient, RequestFailed, RequestPolicy
 from ...net import policy as net_policy
 from ...reconcile.scope import Audience
@@ -21,6 +19,7 @@ from ...version import __version__
 from .. import Derived, Job, Report
 from .matching import Hit, Query, Verdict, query_of
 from .services import ASK, MALFORMED, Asking, ServiceFailed, limits_for
+from .settings import NAME, EnrichConfig
 
 log = logging.getLogger("zotsync")
 
