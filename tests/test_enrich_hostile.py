@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from metadata_server import Fault, MetadataServer, Paper
 from test_enrich import ANSOR, DEMO_PAPERS, GOLDEN, answers, enriched, one_warning, venue_of
 
-from zotsync.config import EnrichConfig
 from zotsync.processing.enrich.matching import Query
 from zotsync.processing.enrich.run import _Services
+from zotsync.processing.enrich.settings import EnrichConfig
 
 DEEP = b"[" * 200_000 + b"]" * 200_000
 
