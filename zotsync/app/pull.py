@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import logging
-from collections.abc import Mapping, Set
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..config import Config
 from ..errors import TooMuchRemoval
 from ..gcpause import bulk_phase
-from ..model import Changes
+from ..plan import MIN_REFUSED_REMOVAL, PullPlan, leaving
 from ..sources import Source, open_source
 from ..store import ApplyResult, Store, exclusive_lock
 from .stores import open_store
 
 log = logging.getLogger("zotsync")
 
-# The safety valve refuses only a removal of at least this many items, so a tiny library can still lose
-# one or two (half of a library of two is not a mass deletion).
-MIN_REFUSED_REMOVAL = 3
+__all__ = ["MIN_REFUSED_REMOVAL", "PullReport", "leaving", "pull", "run_pull", "scratch_store", "valve"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,7 @@ class PullReport:
     to_version: int | None
     result: ApplyResult
     reread: int | None = None  # the items a full pull (`--full`) read, which it compared one by one
+    stopped: str = ""  # a dry run: the safety valve's refusal, which the real run would raise
 
     def summary(self) -> str:
         r = self.result
@@ -43,34 +44,39 @@ class PullReport:
         )
 
 
-def pull(source: Source, store: Store, full: bool = False, max_removal: float | None = None) -> PullReport:
+def pull(
+    source: Source, store: Store, full: bool = False, max_removal: float | None = None, dry_run: bool = False
+) -> PullReport:
     """Incremental unless `full` (or the store holds another library): the source then lists everything
     and the store drops whatever it no longer has. With `max_removal` (the share `sync.max_removal`;
     None is `--force`), a pull that would take more of the page's items away is refused before it
-    commits: the store stays as it was.
+    commits: the store stays as it was. `dry_run` (a scratch store's pull): the refusal is reported in
+    the result (`stopped`) instead of raised.
 
     A source that can digest its whole library cheaply (a snapshot file's SHA-256) is not read at all
     when the digest is the one the store last took in from it."""
     state = store.sync_state
     before = state.library_version
-    stored_source = state.source
-    incremental = not full and stored_source == source.id
+    incremental = not full and state.source == source.id
     since = before if incremental else None
     content_digest = getattr(source, "content_digest", None)
     taken = content_digest() if content_digest is not None else None
     if taken is not None and incremental and before is not None and state.source_digest == taken:
         store.touch()
         return PullReport(before, before, ApplyResult())
-    valve = None
-    if max_removal is not None:
-        switching = stored_source not in (None, source.id)
-        valve = functools.partial(check_removal, switching=switching, max_removal=max_removal)
     # A source may write pages into the landing while it still reads (the web source does); nothing is
-    # committed before the whole pull is in and the valve has passed it.
-    with store.landing(source.id, rewrite=full, check=valve) as landing:
+    # committed before the whole pull is in and its plan has passed the valve.
+    with store.landing(source.id, rewrite=full, watch_page=max_removal is not None) as landing:
         changes = source.changes(since, landing)
         if changes is not None:
-            result = landing.finish(changes)
+            plan = landing.plan(changes)
+            try:
+                plan.raise_if_unsafe(max_removal)
+            except TooMuchRemoval as refusal:
+                if not dry_run:
+                    raise
+                return PullReport(before, changes.library_version, counts_of(plan), stopped=str(refusal))
+            result = landing.apply(plan)
     if changes is None:
         store.touch()
         return PullReport(before, before, ApplyResult())
@@ -80,52 +86,47 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     return PullReport(before, changes.library_version, result, reread)
 
 
-def check_removal(
-    on_page: Set[str], arrived: Mapping[str, bool], changes: Changes, switching: bool, max_removal: float
-) -> None:
-    """octodns' TooMuchChange: the library emptied, another library behind the same id, a permission
-    change hiding most items — refuse rather than publish an empty page. `on_page`: the store's page
-    items before the pull; `arrived`: every item key the pull brought → whether it is on the page;
-    `switching`: the store holds another source's library, which this pull replaces."""
-    gone = leaving(on_page, arrived, changes, switching)
-    if len(gone) >= MIN_REFUSED_REMOVAL and len(gone) > max_removal * len(on_page):
-        raise TooMuchRemoval(
-            f"this pull would remove {len(gone)} of the {len(on_page)} Zotero items on the page "
-            f"({len(gone) / len(on_page):.0%}; sync.max_removal allows {max_removal:.0%}); the store and "
-            "the exports are left as they were. If the library really lost them, run the command again "
-            "with --force"
-        )
-    if gone:
-        log.debug("this pull removes %d of the %d Zotero items on the page", len(gone), len(on_page))
+def counts_of(plan: PullPlan) -> ApplyResult:
+    """What applying `plan` would report."""
+    return ApplyResult(
+        plan.items_added,
+        plan.items_updated,
+        len(plan.removed),
+        len(plan.collections_written),
+        len(plan.collections_removed),
+    )
 
 
-def leaving(on_page: Set[str], arrived: Mapping[str, bool], changes: Changes, switching: bool) -> set[str]:
-    """The keys in `on_page` (regular, top-level, not trashed) that the pull would take off the page:
-    arrived deleted, trashed or turned into a child item (`arrived` maps them to False); deleted; missing
-    from a complete read; or missing from the library that replaces the store's when the source is
-    another one (`switching`)."""
-    wholesale = changes.complete or switching
-    gone = set()
-    for key in on_page:
-        stays = arrived.get(key)
-        if stays is not None:
-            if not stays:
-                gone.add(key)
-        elif wholesale or key in changes.deleted_items:
-            gone.add(key)
-    return gone
-
-
-def run_pull(config: Config, full: bool = False, progress: bool = False, force: bool = False) -> PullReport:
-    """`force`: past the safety valve (`sync.max_removal`) for this one pull."""
+def run_pull(
+    config: Config, full: bool = False, progress: bool = False, force: bool = False, dry_run: bool = False
+) -> PullReport:
+    """`force`: past the safety valve (`sync.max_removal`) for this one pull. `dry_run`: the pull lands
+    in a scratch copy of the store, and the store keeps its bytes."""
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
-        exclusive_lock(config.store),
-        open_store(config) as store,
+        contextlib.nullcontext() if dry_run else exclusive_lock(config.store),
+        scratch_store(config) if dry_run else open_store(config) as store,
         bulk_phase(),
     ):
-        return pull(source, store, full=full, max_removal=valve(config, force))
+        return pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
 
 
 def valve(config: Config, force: bool) -> float | None:
     return None if force else config.sync.max_removal
+
+
+@contextlib.contextmanager
+def scratch_store(config: Config) -> Iterator[Store]:
+    """A copy of the configured store (an empty one when there is none yet) in a temporary folder,
+    removed afterwards: a dry run does there all that the real run would do to the store, and the
+    store's own file is only read (SQLite's online backup, a consistent copy even while a sync runs)."""
+    with tempfile.TemporaryDirectory(prefix="zotsync-dry-run-") as folder:
+        copy = Path(folder) / config.store.name
+        if config.store.exists():
+            with Store(config.store, readonly=True) as stored:
+                stored.copy_to(copy)
+        store = Store(copy)
+        try:
+            yield store
+        finally:
+            store.close()

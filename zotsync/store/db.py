@@ -20,7 +20,7 @@ from .codec import items_of, page_items
 from .derived import Derived
 from .failures import cause, store_errors
 from .identity import APPLICATION_ID, identify, not_ours
-from .landing import ApplyResult, Check, Landing
+from .landing import ApplyResult, Landing
 from .schema import BUMP_GENERATION, MIGRATIONS, apply_migration, now, refresh_facts, settle
 from .state import SyncState, read_state, write_state
 
@@ -200,6 +200,11 @@ class Store:
             )
         return cause(exc)
 
+    def copy_to(self, path: Path) -> None:
+        """A consistent copy of this store into a new file at `path` (SQLite's online backup)."""
+        with contextlib.closing(sqlite3.connect(path)) as target:
+            self._db.backup(target)
+
     def close(self) -> None:
         self._db.close()
         if not self.readonly and str(self.path) != ":memory:":
@@ -306,9 +311,9 @@ class Store:
         with self.landing(source_id, rewrite) as landing:
             return landing.finish(changes)
 
-    def landing(self, source_id: str, rewrite: bool = False, check: Check | None = None) -> Landing:
+    def landing(self, source_id: str, rewrite: bool = False, watch_page: bool = False) -> Landing:
         """A pull written while it is still being read (see `Landing`), with `apply`'s rules."""
-        return Landing(self, source_id, rewrite, check)
+        return Landing(self, source_id, rewrite, watch_page)
 
     @store_errors
     def touch(self) -> None:
