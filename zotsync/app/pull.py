@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +30,22 @@ class PullReport:
     result: ApplyResult
     reread: int | None = None  # the items a full pull (`--full`) read, which it compared one by one
     stopped: str = ""  # a dry run: the safety valve's refusal, which the real run would raise
+
+    def to_dict(self, dry_run: bool = False) -> dict[str, object]:
+        """The one JSON object `pull --json` prints; a dry run adds `dry_run` and `valve`."""
+        r = self.result
+        found: dict[str, object] = {
+            "library_version": self.to_version,
+            "previous_version": self.from_version,
+            "items_added": r.items_added,
+            "items_updated": r.items_updated,
+            "items_removed": r.items_removed,
+            "collections_changed": r.collections_changed,
+            "collections_removed": r.collections_removed,
+        }
+        if dry_run:
+            found |= {"dry_run": True, "valve": "stop" if self.stopped else "ok"}
+        return found
 
     def summary(self) -> str:
         r = self.result
@@ -111,6 +128,27 @@ def run_pull(
         return pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
 
 
+def _copied_at_rest(store: Path, copy: Path) -> bool:
+    """Copy the store's file byte for byte when it holds every commit (its -wal is empty, as each run
+    leaves it) and stays so while it is copied; False, and no copy, otherwise."""
+    wal = store.with_name(store.name + "-wal")
+
+    def at_rest() -> tuple[int, int] | None:
+        if wal.exists() and wal.stat().st_size:
+            return None
+        info = store.stat()
+        return (info.st_size, info.st_mtime_ns)
+
+    seen = at_rest()
+    if seen is None:
+        return False
+    shutil.copyfile(store, copy)
+    if at_rest() == seen:
+        return True
+    copy.unlink()
+    return False
+
+
 def valve(config: Config, force: bool) -> float | None:
     return None if force else config.sync.max_removal
 
@@ -119,10 +157,12 @@ def valve(config: Config, force: bool) -> float | None:
 def scratch_store(config: Config) -> Iterator[Store]:
     """A copy of the configured store (an empty one when there is none yet) in a temporary folder,
     removed afterwards: a dry run does there all that the real run would do to the store, and the
-    store's own file is only read (SQLite's online backup, a consistent copy even while a sync runs)."""
+    store's own files keep their bytes."""
     with tempfile.TemporaryDirectory(prefix="zotsync-dry-run-") as folder:
         copy = Path(folder) / config.store.name
-        if config.store.exists():
+        if config.store.exists() and not _copied_at_rest(config.store, copy):
+            # A run is writing it: SQLite's online backup takes a consistent copy (and, as any reader
+            # does, rebuilds the -shm index beside the store).
             with Store(config.store, readonly=True) as stored:
                 stored.copy_to(copy)
         store = Store(copy)
