@@ -17,6 +17,7 @@ from ..model import Placement
 from ..outputs import FileRecord
 from ..sources import open_source
 from ..store import Store, exclusive_lock
+from .manifest import adopt_manifest, ensure_manifest, write_manifest
 from .pull import PullReport, pull, scratch_store, valve
 from .stores import open_store
 
@@ -112,6 +113,7 @@ def run_sync(
             due = tuple(processing.due(config)) if dry_run else ()
             processed = [] if dry_run else processing.run_stage(config, store, clock)
         done = functools.partial(SyncResult, requests=source.requests, dry_run=dry_run, due=due)
+        adopt_manifest(config, store)  # a store that never exported goes on from the published exports
         files = store.export_files()
         # Paths as strings: a record of 35,000 note pages made as many Path objects (0.3 s).
         expected = {str(path): files.get(str(path)) for path in pages} | files
@@ -119,6 +121,7 @@ def run_sync(
         unchanged_pages = tuple((path, False) for path in pages)
         if last is not None and last.still_holds(inputs, state.content_generation, expected):
             if last.notes_generation == state.notes_generation:
+                ensure_manifest(config, store, dry_run)
                 return done(report, unchanged_pages, processed=processed)
             # Only notes changed since: the page rows are as they were, so are the heads of the note pages.
             remade = remake_note_pages(config, store, last, files, dry_run)
@@ -171,6 +174,7 @@ def _export_all(
         index_catalogue(store, catalogue, merged.reconciliation.matches, catalogue_digest)
     record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
     store.record_export(record.dumps(), result.records, result.made_from)
+    write_manifest(config, store, dry_run)
     return result
 
 
@@ -210,4 +214,5 @@ def remake_note_pages(
     store.remember(
         export_record=ExportRecord(last.inputs, last.generation, store.sync_state.notes_generation).dumps()
     )
+    write_manifest(config, store, dry_run)
     return result
