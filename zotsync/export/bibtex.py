@@ -29,8 +29,7 @@ from bibtexparser.latexenc import unicode_to_latex_map
 
 from .. import normalize
 from ..formats import Exporter, Needs, Output
-from ..model import Creator, Item, Placement
-from ..reconcile.match import venue_year
+from ..model import Creator, Item, Placement, venue_year
 from ..text import flatten
 from .base import ExportInput
 

@@ -10,46 +10,25 @@ modification time and SHA-256). Anything that differs, or cannot be read, means 
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..config import Config
+from .. import fingerprints
 from ..inputs import file_digest
 from ..outputs import FileRecord
-from ..version import __version__
 
-_PACKAGE = Path(__file__).resolve().parent.parent
-
-
-@cache
-def code_digest() -> str:
-    """zotsync's version and source, the HTML page's style and script included (a changed renderer must
-    re-render even at the same version)."""
-    digest = hashlib.sha256(f"{__version__} {sys.version_info[:3]}".encode())
-    for path in sorted(_PACKAGE.rglob("*")):
-        if path.suffix in (".py", ".yaml", ".js", ".css") and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def config_digest(config: Config) -> str:
-    """Every setting, the API key left out (it changes what may be read, not what is written)."""
-    public = dataclasses.replace(config, source=dataclasses.replace(config.source, api_key=""))
-    return hashlib.sha256(repr(public).encode()).hexdigest()
+if TYPE_CHECKING:
+    from ..config import Config
 
 
 def export_inputs(config: Config, catalogue_digest: str | None) -> dict[str, str]:
     """The digests of what the page is made of, apart from the store."""
     venues = config.reconcile.venues if config.reconcile.abbreviate_venues else None
     return {
-        "code": code_digest(),
-        "config": config_digest(config),
+        "code": fingerprints.code_digest(),
+        "config": fingerprints.config_digest(config),
         "catalogue": catalogue_digest or "unreadable",
         "venues": (file_digest(venues) or "unreadable") if venues else "",
     }

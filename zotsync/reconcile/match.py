@@ -23,7 +23,7 @@ from rapidfuzz import fuzz, process
 
 from .. import normalize
 from ..facts import ItemFacts, item_facts
-from ..model import CatalogueEntry, Item
+from ..model import CatalogueEntry, Item, venue_year
 
 # rapidfuzz's fuzz.ratio (0–100) on normalised titles. A fuzzy match needs this score and a lead of
 # FUZZY_MARGIN over the runner-up; bench/bench_reconcile.py prints the evidence for both numbers.
@@ -135,15 +135,6 @@ class _Claim:
 def entry_year(entry: CatalogueEntry) -> str:
     """The curator's year: `year:` if given, else the one a venue like OSDI'20 or arXiv 2025 names."""
     return entry.year or venue_year(entry.venue)
-
-
-def venue_year(venue: str) -> str:
-    """The year a venue names: `arXiv 2025`, `OSDI'20` (20xx); "" when it names none."""
-    if m := re.search(r"(?<!\d)((?:19|20)\d\d)(?!\d)", venue):
-        return m.group(1)
-    if m := re.search(r"['’](\d\d)(?!\d)", venue):
-        return "20" + m.group(1)
-    return ""
 
 
 def _values(normalizer: Callable[[str], str], values: Iterable[str]) -> set[str]:
