@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import digest, formats, processing
+from .. import digest, formats, plan, processing
 from ..catalogue import Catalogue, CatalogueFile
 from ..config import Config
 from ..export.record import ExportRecord, export_inputs
@@ -119,10 +119,17 @@ def run_sync(
         expected = {str(path): files.get(str(path)) for path in pages} | files
         state = store.sync_state
         unchanged_pages = tuple((path, False) for path in pages)
-        if last is not None and last.still_holds(inputs, state.content_generation, expected):
-            if last.notes_generation == state.notes_generation:
-                ensure_manifest(config, store, dry_run)
-                return done(report, unchanged_pages, processed=processed)
+        reused = plan.reuse(
+            last,
+            inputs,
+            state.content_generation,
+            state.notes_generation,
+            lambda: all(record is not None and record.holds(path) for path, record in expected.items()),
+        )
+        if reused is plan.Reuse.ALL:
+            ensure_manifest(config, store, dry_run)
+            return done(report, unchanged_pages, processed=processed)
+        if reused is plan.Reuse.NOTE_PAGES and last is not None:
             # Only notes changed since: the page rows are as they were, so are the heads of the note pages.
             remade = remake_note_pages(config, store, last, files, dry_run)
             if remade is not None:
@@ -193,16 +200,13 @@ def remake_note_pages(
     if changed is None or not notes_on(config):
         return None
     prefix = notes.folder_prefix(config.exports.dir)
-    made_from = store.export_made_from()
     papers = store.paper_notes(changed)  # those of them that still have notes
-    heads: dict[str, str] = {}
-    for key in changed:
-        path = prefix + f"{key}.md"
-        had_page = path in files and path in made_from
-        if had_page != (key in papers):
-            return None
-        if had_page:
-            heads[notes.page_path(key)] = made_from[path]
+    remake = plan.note_pages_to_remake(
+        changed, papers.keys(), store.export_made_from(), lambda key: f"{prefix}{key}.md"
+    )
+    if remake is None:
+        return None
+    heads = {notes.page_path(key): head for key, head in remake.items()}
     store.remember(export_record=None)  # as for a whole export: a run that stops leaves no claim behind
     with bulk_phase():
         remade = list(notes.remade(heads, papers, config.exports.labels))

@@ -23,9 +23,8 @@ from pathlib import Path
 
 from ..errors import ExportError
 from ..formats import Output
-from ..outputs import read_regular, write_atomically, write_together
+from ..outputs import FileRecord, read_regular, write_atomically, write_together
 from ..plan import ExportPlan, FileStep, Step
-from .record import FileRecord
 
 log = logging.getLogger("zotsync")
 
