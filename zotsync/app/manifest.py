@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..config import Config
 from ..errors import ExportError
 from ..outputs import FileRecord, read_regular, write_atomically
 from ..store import Store
@@ -29,15 +28,11 @@ NAME = ".zotsync-manifest.json"
 FORMAT = 1  # the manifest's own version: a manifest of another is not read
 
 
-def manifest_path(config: Config) -> Path:
-    return config.exports.dir / NAME
-
-
-def write_manifest(config: Config, store: Store, dry_run: bool = False) -> None:
-    """The manifest of what the store holds after an export (nothing written in a dry run)."""
+def write_manifest(folder: Path, store: Store, dry_run: bool = False) -> None:
+    """The manifest of what the store holds after an export into `folder` (exports.dir); nothing is
+    written in a dry run."""
     if dry_run:
         return
-    folder = config.exports.dir
     files = {}
     for name, record in store.export_files().items():
         path = Path(name)
@@ -51,23 +46,23 @@ def write_manifest(config: Config, store: Store, dry_run: bool = False) -> None:
         "rows": store.catalogue_rows(),
         "feed": store.feed_entries(),
     }
-    write_atomically(manifest_path(config), _dumps(manifest))
+    write_atomically(folder / NAME, _dumps(manifest))
 
 
-def ensure_manifest(config: Config, store: Store, dry_run: bool = False) -> None:
+def ensure_manifest(folder: Path, store: Store, dry_run: bool = False) -> None:
     """Write the manifest if it is not there (a sync that renders nothing, after an upgrade)."""
-    if not dry_run and not manifest_path(config).exists():
-        write_manifest(config, store)
+    if not dry_run and not (folder / NAME).exists():
+        write_manifest(folder, store)
 
 
-def adopt_manifest(config: Config, store: Store) -> None:
+def adopt_manifest(folder: Path, store: Store) -> None:
     """Before the first export of a store: take over the manifest's page rows, feed and files (those
     whose bytes still match), so that this sync goes on where the last one that wrote them left off. A
     store that has exported keeps its own record; a missing manifest leaves the store as it is, and an
     unreadable one is said in one line."""
     if store.sync_state.catalogue_rows_at is not None or store.export_files():
         return
-    path = manifest_path(config)
+    path = folder / NAME
     try:
         raw = read_regular(path)
         manifest = json.loads(raw) if raw is not None else None
@@ -80,7 +75,7 @@ def adopt_manifest(config: Config, store: Store) -> None:
         log.warning("%s is not a manifest this zotsync reads: the exports start over", path)
         return
     try:
-        files = _held(config.exports.dir, manifest.get("files") or {})
+        files = _held(folder, manifest.get("files") or {})
         rows = manifest.get("rows")
         feed = [(*entry[:7], tuple(entry[7]), *entry[8:]) for entry in manifest.get("feed") or []]
         if files:

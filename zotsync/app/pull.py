@@ -122,7 +122,7 @@ def run_pull(
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
         contextlib.nullcontext() if dry_run else exclusive_lock(config.store),
-        scratch_store(config) if dry_run else open_store(config) as store,
+        scratch_store(config.store) if dry_run else open_store(config) as store,
         bulk_phase(),
     ):
         return pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
@@ -154,16 +154,16 @@ def valve(config: Config, force: bool) -> float | None:
 
 
 @contextlib.contextmanager
-def scratch_store(config: Config) -> Iterator[Store]:
-    """A copy of the configured store (an empty one when there is none yet) in a temporary folder,
+def scratch_store(path: Path) -> Iterator[Store]:
+    """A copy of the store at `path` (an empty one when there is none yet) in a temporary folder,
     removed afterwards: a dry run does there all that the real run would do to the store, and the
     store's own files keep their bytes."""
     with tempfile.TemporaryDirectory(prefix="zotsync-dry-run-") as folder:
-        copy = Path(folder) / config.store.name
-        if config.store.exists() and not _copied_at_rest(config.store, copy):
+        copy = Path(folder) / path.name
+        if path.exists() and not _copied_at_rest(path, copy):
             # A run is writing it: SQLite's online backup takes a consistent copy (and, as any reader
             # does, rebuilds the -shm index beside the store).
-            with Store(config.store, readonly=True) as stored:
+            with Store(path, readonly=True) as stored:
                 stored.copy_to(copy)
         store = Store(copy)
         try:

@@ -101,7 +101,7 @@ def run_sync(
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
         contextlib.nullcontext() if dry_run else exclusive_lock(config.store),
-        scratch_store(config) if dry_run else open_store(config) as store,
+        scratch_store(config.store) if dry_run else open_store(config) as store,
     ):
         last = ExportRecord.loads(store.sync_state.export_record)
         # The catalogue a sync exported from was valid; any other must parse before any request.
@@ -113,7 +113,8 @@ def run_sync(
             due = tuple(processing.due(config)) if dry_run else ()
             processed = [] if dry_run else processing.run_stage(config, store, clock)
         done = functools.partial(SyncResult, requests=source.requests, dry_run=dry_run, due=due)
-        adopt_manifest(config, store)  # a store that never exported goes on from the published exports
+        # A store that never exported goes on from the published exports.
+        adopt_manifest(config.exports.dir, store)
         files = store.export_files()
         # Paths as strings: a record of 35,000 note pages made as many Path objects (0.3 s).
         expected = {str(path): files.get(str(path)) for path in pages} | files
@@ -127,7 +128,7 @@ def run_sync(
             lambda: all(record is not None and record.holds(path) for path, record in expected.items()),
         )
         if reused is plan.Reuse.ALL:
-            ensure_manifest(config, store, dry_run)
+            ensure_manifest(config.exports.dir, store, dry_run)
             return done(report, unchanged_pages, processed=processed)
         if reused is plan.Reuse.NOTE_PAGES and last is not None:
             # Only notes changed since: the page rows are as they were, so are the heads of the note pages.
@@ -181,7 +182,7 @@ def _export_all(
         index_catalogue(store, catalogue, merged.reconciliation.matches, catalogue_digest)
     record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
     store.record_export(record.dumps(), result.records, result.made_from)
-    write_manifest(config, store, dry_run)
+    write_manifest(config.exports.dir, store, dry_run)
     return result
 
 
@@ -218,5 +219,5 @@ def remake_note_pages(
     store.remember(
         export_record=ExportRecord(last.inputs, last.generation, store.sync_state.notes_generation).dumps()
     )
-    write_manifest(config, store, dry_run)
+    write_manifest(config.exports.dir, store, dry_run)
     return result
