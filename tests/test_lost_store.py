@@ -215,3 +215,33 @@ def test_a_file_of_zotsyncs_edited_since_is_left_as_it_is(run, tmp_path: Path) -
     assert f"{edited} was not written by zotsync: left as it is" in result.err
     assert edited.read_text(encoding="utf-8") == "# My own words now\n"
     assert f"{kept} was not written by zotsync" not in result.err
+
+
+def test_a_note_page_that_export_rewrote_is_still_zotsyncs_after_a_lost_store(run, tmp_path: Path) -> None:
+    """`export --format md` into the exports folder rewrites note pages: the manifest follows it."""
+    config = write_realistic_project(tmp_path, realistic_library(papers=60), settings="  formats: [md]\n")
+    assert run("-q", "--config", str(config), "sync").code == 0
+    page = sorted((tmp_path / "exports" / "notes").glob("*.md"))[0]
+
+    def edit_note(words: str) -> None:
+        def change(objects: list[dict[str, Any]]) -> None:
+            note = next(
+                o
+                for o in objects
+                if o["data"].get("parentItem") == page.stem and o["data"]["itemType"] == "note"
+            )
+            note["data"]["note"] += f"<p>{words}</p>"
+
+        snapshot_edit(tmp_path, change)
+
+    edit_note("First edit, exported by hand.")
+    assert run("-q", "--config", str(config), "pull").code == 0
+    assert run("-q", "--config", str(config), "export", "--format", "md").code == 0
+    assert "First edit, exported by hand." in page.read_text(encoding="utf-8")
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"store.sqlite{suffix}").unlink(missing_ok=True)
+    edit_note("Second edit, after the store was lost.")
+    result = run("--config", str(config), "sync")
+    assert result.code == 0, result.err
+    assert "not written by zotsync" not in result.err
+    assert "Second edit, after the store was lost." in page.read_text(encoding="utf-8")

@@ -29,6 +29,7 @@ from ..reconcile.venue import load_venue_table
 from ..store import Store, exclusive_lock
 from ..store.derived import Derived
 from .changes import feed_of
+from .manifest import write_manifest
 from .stores import open_store
 
 TAGS_PAGE = "tags.md"
@@ -170,6 +171,7 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str | bytes, list[tu
                 writable.update_export_files(
                     result.records, result.made_from, set(known) - set(result.records)
                 )
+                write_manifest(folder, writable)  # the published record follows the store's
     return made[0].text, result.written
 
 
