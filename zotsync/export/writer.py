@@ -61,8 +61,9 @@ def plan_writes(
     for output in pages:
         path, data = folder / output.path, output.data
         made.add(str(path))
-        step = Step.UNCHANGED if _holding(path, data) else Step.MAKE
-        plan.add(FileStep(path, step, sha256(data).hexdigest(), page=True, data=data))
+        digest = sha256(data).hexdigest()
+        step = _step(path, data, digest, known.get(str(path)))
+        plan.add(FileStep(path, step, digest, page=True, data=data))
     for output in others:
         path = folder / output.path
         made.add(str(path))
@@ -75,8 +76,7 @@ def plan_writes(
         if record is None and not _absent_or_holding(path, data):
             plan.add(FileStep(path, Step.LEAVE, why=f"{path} was not written by zotsync: left as it is"))
             continue
-        same = record is not None and record.sha256 == digest and record.holds(path)
-        step = Step.UNCHANGED if same or _holding(path, data) else Step.MAKE
+        step = _step(path, data, digest, record)
         plan.add(FileStep(path, step, digest, made_from=output.made_from, data=data))
     for name, record in known.items():
         path = Path(name)
@@ -141,6 +141,13 @@ def _remember(result: WriteResult, path: Path, data: bytes) -> None:
     record = FileRecord.of(path, data)
     if record is not None:  # a device or FIFO keeps nothing to compare
         result.records[str(path)] = record
+
+
+def _step(path: Path, data: bytes, digest: str, record: FileRecord | None) -> Step:
+    """MAKE or UNCHANGED: a file still as its record says is told by the digests, without a read."""
+    if record is not None and record.holds(path):
+        return Step.UNCHANGED if record.sha256 == digest else Step.MAKE
+    return Step.UNCHANGED if _holding(path, data) else Step.MAKE
 
 
 def _holding(path: Path, data: bytes) -> bool:
