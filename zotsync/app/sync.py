@@ -138,6 +138,8 @@ def run_sync(
                 return done(report, written, processed=processed, removed=tuple(remade.removed))
         catalogue = catalogue or catalogue_file.load()
         exported = _export_all(config, store, catalogue, catalogue_file.digest, inputs, files, clock, dry_run)
+        # Once the page and its files are gone from memory: the manifest reads the rows anew.
+        write_manifest(config.exports.dir, store, dry_run)
     return done(report, tuple(exported.written), processed=processed, removed=tuple(exported.removed))
 
 
@@ -182,7 +184,6 @@ def _export_all(
         index_catalogue(store, catalogue, merged.reconciliation.matches, catalogue_digest)
     record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
     store.record_export(record.dumps(), result.records, result.made_from)
-    write_manifest(config.exports.dir, store, dry_run)
     return result
 
 
