@@ -47,6 +47,7 @@ class PullPlan:
     collections_written: tuple[tuple[str, int, str, str | None], ...]  # (key, version, name, parent)
     on_page: frozenset[str] = frozenset()  # the page's items before the pull (read only for the valve)
     leaving: frozenset[str] = frozenset()  # those of them this pull takes off the page
+    switching: bool = False  # the store held another source's library, which this pull replaces
 
     def raise_if_unsafe(self, max_removal: float | None) -> None:
         """octodns' TooMuchChange: the library emptied, another library behind the same id, a permission

@@ -200,6 +200,7 @@ class Landing:
             collections_written=tuple(written),
             on_page=on_page,
             leaving=frozenset(leaving(on_page, self.arrived, changes, self._switching)),
+            switching=self._switching,
         )
 
     @store_errors
