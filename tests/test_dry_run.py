@@ -182,3 +182,8 @@ def test_a_dry_run_before_any_sync_makes_nothing(tmp_path: Path, run) -> None:
     assert result.code == 0, result.err
     assert hashes(tmp_path) == before and not project.exports.exists()
     assert f"would write {project.exports / 'catalog.md'}" in result.err.splitlines()
+    # --exit-code: the real run's code, 3 when an export would change; 0 once nothing would.
+    assert run("--config", str(project.config), "sync", "--dry-run", "--exit-code").code == 3
+    assert run("--config", str(project.config), "sync", "--exit-code").code == 3
+    assert run("--config", str(project.config), "sync", "--dry-run", "--exit-code").code == 0
+    assert hashes(tmp_path) != before

@@ -230,7 +230,8 @@ def sync_command(
     if dry_run:
         if result.due:
             state.say(f"would run: {', '.join(result.due)}", log_only=as_json)
-        return _said_plan(state, result.pull.stopped, result.removed, as_json)
+        code = _said_plan(state, result.pull.stopped, result.removed, as_json)
+        return code or (3 if exit_code and result.changed else 0)  # as the real run would
     return 3 if exit_code and result.changed else 0
 
 
