@@ -187,3 +187,20 @@ def test_a_dry_run_before_any_sync_makes_nothing(tmp_path: Path, run) -> None:
     assert run("--config", str(project.config), "sync", "--exit-code").code == 3
     assert run("--config", str(project.config), "sync", "--dry-run", "--exit-code").code == 0
     assert hashes(tmp_path) != before
+
+
+def test_a_sync_that_only_remakes_note_pages(tmp_path: Path, run) -> None:
+    """Only a note changed: the real run remakes that note page alone (no page rendered); the plan
+    says so too."""
+    snapshot = tmp_path / "library.json"
+    snapshot.write_bytes(SEED.read_bytes())
+    project = Project(tmp_path, f"source: {{type: snapshot, path: {json.dumps(str(snapshot))}}}\n", run)
+    project.dry_then_real()
+    objects = json.loads(snapshot.read_text(encoding="utf-8"))
+    note = next(o for o in objects if o["key"] == NOTE)
+    note["data"]["note"] += "<p>One more thought.</p>"
+    snapshot.write_text(json.dumps(objects), encoding="utf-8")
+    planned, done = project.dry_then_real()
+    assert_same_run(planned, done)
+    assert done["files"] == [str(project.exports / "notes" / f"{NOTE_PAPER}.md")]
+    assert "One more thought." in (project.exports / "notes" / f"{NOTE_PAPER}.md").read_text(encoding="utf-8")
