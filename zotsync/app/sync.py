@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import digest, formats, plan, processing
-from ..catalogue import Catalogue, CatalogueFile
+from ..catalogue import CatalogueFile
 from ..config import Config
 from ..export.record import ExportRecord, export_inputs
 from ..gcpause import bulk_phase
-from ..model import Placement
+from ..model import Catalogue, Placement
 from ..outputs import FileRecord
 from ..sources import open_source
 from ..store import Store, exclusive_lock

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz, process
 
 from .. import normalize
-from ..facts import ItemFacts, item_facts
-from ..model import CatalogueEntry, Item, venue_year
+from ..facts import item_facts
+from ..model import CatalogueEntry, Item, ItemFacts, venue_year
 
 # rapidfuzz's fuzz.ratio (0–100) on normalised titles. A fuzzy match needs this score and a lead of
 # FUZZY_MARGIN over the runner-up; bench/bench_reconcile.py prints the evidence for both numbers.

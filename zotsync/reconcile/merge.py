@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .. import normalize
-from ..facts import ItemFacts
 from ..model import (
     ENRICHMENT,
     Catalogue,
     CatalogueEntry,
     Enrichment,
     Item,
+    ItemFacts,
     Library,
     Link,
     Placement,

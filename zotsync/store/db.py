@@ -11,9 +11,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..errors import StoreError
-from ..facts import ItemFacts, stored_version
+from ..facts import stored_version
 from ..fulltext import Query
-from ..model import CHILD_TYPES, Changes, Collection, Item, Library, PaperNotes
+from ..model import CHILD_TYPES, Changes, Collection, Item, ItemFacts, Library, PaperNotes
 from ..outputs import FileRecord
 from . import searchindex
 from .codec import items_of, page_items
