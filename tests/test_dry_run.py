@@ -41,9 +41,9 @@ class Project:
     def __init__(self, folder: Path, source: str, run: Callable[..., Any]) -> None:
         self.folder, self.run = folder, run
         self.config = folder / "zotsync.yaml"
+        (folder / "catalog.yaml").write_bytes(CATALOG.read_bytes())  # in the folder: hashed with the rest
         self.config.write_text(
-            textwrap.dedent(source)
-            + f"catalog: {json.dumps(str(CATALOG))}\nstore: store.sqlite\nexports: {{dir: exports}}\n",
+            textwrap.dedent(source) + "catalog: catalog.yaml\nstore: store.sqlite\nexports: {dir: exports}\n",
             encoding="utf-8",
         )
         self.exports = folder / "exports"
