@@ -8,16 +8,24 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from factories import placement as any_placement
 
 from zotsync.app import sync as app
 from zotsync.config import load_config
-from zotsync.digest import Digest, Row, diff, prepend, render, rows_of
+from zotsync.digest import Digest, Row, diff_and_news, rows_of
+from zotsync.export.changelog import BASELINE, prepend, render
 from zotsync.model import Placement
 from zotsync.store import MIGRATIONS, Store
 
 
 def row(identity: str, category: str = "A", title: str = "", status: str = "unread", alias: str = "") -> Row:
     return Row(identity, alias, category, title or identity.split(":", 1)[1].title(), status)
+
+
+def diff(previous: list[Row], current: list[Row]) -> Digest | None:
+    """The digest alone (what CHANGES.md says) of two syncs' pages."""
+    placements = [any_placement(title=each.title, category=each.category) for each in current]
+    return diff_and_news(previous, placements, datetime.now(UTC), current)[0]
 
 
 # -- the pure diff ------------------------------------------------------------------------------------
@@ -199,8 +207,9 @@ def trash_horizontal_fusion(data: dict) -> bool | None:
 def test_sync_writes_a_dated_digest_only_when_the_page_changed(project: Path, config) -> None:
     changes = project / "exports" / "CHANGES.md"
     written = app.run_sync(config, clock=lambda: DAY1).written
-    assert not changes.exists()  # the first sync records the baseline only
-    assert changes not in [path for path, _ in written]
+    # The first sync records the baseline, and says so, so that a link to CHANGES.md resolves.
+    assert changes.read_text(encoding="utf-8") == BASELINE
+    assert (changes, True) in written
 
     edit_snapshot(project, retitle_rammer)
     edit_snapshot(project, trash_horizontal_fusion)
@@ -249,6 +258,7 @@ def test_a_failed_digest_write_is_retried_by_the_next_sync(project: Path, config
     changes = project / "exports" / "CHANGES.md"
     app.run_sync(config, clock=lambda: DAY1)
     edit_snapshot(project, trash_horizontal_fusion)
+    changes.unlink()  # the baseline's file, replaced by a folder:
     changes.mkdir()  # the file cannot be written
     result = run("--config", str(project / "config" / "zotsync.yaml"), "sync")
     assert result.code == 1 and "CHANGES.md" in result.err

@@ -3,6 +3,8 @@ zotsync's derivation (`facts.FACTS_VERSION`) computed them."""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import sqlite3
 from pathlib import Path
@@ -10,13 +12,13 @@ from pathlib import Path
 import pytest
 from factories import api_item, api_pdf, back_to_schema_6, back_to_schema_7, edit, read, write_json
 
-from zotsync import facts, normalize
+from zotsync import facts, model, normalize
 from zotsync import store as store_module
 from zotsync.app.pull import pull
 from zotsync.catalogue import load_catalogue
 from zotsync.export import Page, render_page
-from zotsync.facts import ItemFacts, derivation_digest, item_facts, stored_version
-from zotsync.model import Library
+from zotsync.facts import item_facts, stored_version
+from zotsync.model import ItemFacts, Library
 from zotsync.reconcile import Options, reconcile
 from zotsync.sources import SnapshotSource
 from zotsync.store import MIGRATIONS, Store
@@ -226,6 +228,42 @@ def test_reconcile_computes_the_facts_a_library_lacks_with_the_same_derivation(t
         full, lean = store.load(), store.load_page()
     assert full.facts == {}
     assert {i.key: item_facts(i) for i in full.items if i.is_regular} == dict(lean.facts)
+
+
+def derivation_digest() -> str:
+    """A digest of the code `facts.item_facts` runs (and the tables it reads): it changes whenever the
+    facts may."""
+    parts = [
+        inspect.getsource(code)
+        for code in (
+            ItemFacts,
+            facts.item_facts,
+            model.Creator,
+            model.Item.get,
+            *(getattr(model.Item, name).fget for name in ("year", "venue_source", "doi", "url")),
+            model.Item.extra_field,
+            normalize.title,
+            normalize._is_kept,
+            normalize._kept_symbols,
+            normalize._symbols_of,
+            normalize.doi,
+        )
+    ]
+    parts += [
+        repr(value)
+        for value in (
+            model.VENUE_FIELDS,
+            sorted(model.PUBLISHER_FIELDS.items()),
+            model._YEAR.pattern,
+            normalize._DOI_PREFIX.pattern,
+            normalize._NOT_WORD_OR_SPACE.pattern,
+            sorted(normalize._KEPT_CATEGORIES),
+            sorted(normalize._SEPARATORS),
+            sorted(normalize._DASHES.items()),
+            sorted(normalize._ASCII_TITLE.items()),
+        )
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 # The digest of the derivation FACTS_VERSION names. When this fails, the facts a store holds may no

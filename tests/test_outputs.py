@@ -126,6 +126,7 @@ def test_a_symlinked_changes_md_is_neither_read_nor_published(project: Path, run
     secret = project / "private.txt"
     secret.write_text("TOP SECRET: not for the published page\n", encoding="utf-8")
     changes = project / "exports" / "CHANGES.md"
+    changes.unlink()  # the baseline's file, replaced by a link
     changes.symlink_to(secret)
     result = run("--config", config_of(project), "sync")
     assert result.code == 1

@@ -15,6 +15,7 @@ from conftest import ROOT, ZOTERO_API_KEY, write_config
 from zotero_server import FakeLibrary
 
 from zotsync.app.pull import MIN_REFUSED_REMOVAL, leaving
+from zotsync.export.changelog import BASELINE
 from zotsync.model import Changes
 from zotsync.store import Store
 
@@ -105,7 +106,7 @@ def test_an_emptied_library_is_refused_and_nothing_changes(demo: Demo) -> None:
     for command in ("sync", "pull"):
         result = demo.run("--config", demo.config, command)
         demo.assert_refused(result, SEED_ITEMS, before=before)
-    assert not (demo.project / "exports" / "CHANGES.md").exists()
+    assert (demo.project / "exports" / "CHANGES.md").read_text(encoding="utf-8") == BASELINE
 
 
 def test_a_library_swapped_for_another_is_refused(demo: Demo, tmp_path: Path) -> None:

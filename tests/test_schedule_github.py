@@ -212,7 +212,7 @@ def test_the_steps_sync_then_commit_and_push_only_on_change(project, run, monkey
     assert log.splitlines()[0] == "github-actions[bot]|zotsync: update exports"
     published = git(remote, "show", "main:exports/catalog.md")
     assert published == (project / "exports" / "catalog.md").read_text(encoding="utf-8")
-    assert ".zotsync" not in git(remote, "ls-tree", "-r", "--name-only", "main")  # the store stays out
+    assert ".zotsync/" not in git(remote, "ls-tree", "-r", "--name-only", "main")  # the store stays out
 
     assert run_step(sync) == 0 and not changed()  # nothing changed: exit 0, no commit step
     (project / "seeds" / "zotero-library.json").write_text("[{", encoding="utf-8")

@@ -10,6 +10,7 @@ from factories import api_collection, api_item, write_json
 
 from zotsync.app import sync as app
 from zotsync.config import load_config
+from zotsync.export.changelog import BASELINE
 
 
 def library(folder: Path, retitled: bool = False) -> None:
@@ -60,7 +61,7 @@ def newest(digest: str) -> str:
 
 def test_a_change_of_read_tags_is_one_setting_change_not_reading(tmp_path: Path) -> None:
     config = project(tmp_path, reconcile="  read_tags: [status/read]\n")
-    assert sync(config) == ""  # the baseline
+    assert sync(config) == BASELINE  # the baseline
     configure(tmp_path)  # the default read tags, which hold `read`
     digest = sync(config)
     section = newest(digest)
@@ -78,7 +79,7 @@ def test_upgrading_to_the_read_default_is_reported_as_a_setting_not_115_newly_re
     """A store synced by an earlier zotsync (no settings remembered, the read tags without `read`) meets
     the new default: before, every item tagged `read` was reported newly read."""
     config = project(tmp_path, reconcile='  read_tags: [status/read, _read, "✅"]\n  unread_tags: []\n')
-    assert sync(config) == ""
+    assert sync(config) == BASELINE
     with sqlite3.connect(tmp_path / "store.sqlite") as db:  # as the earlier zotsync left it
         db.execute("DELETE FROM sync_state WHERE name = 'page_settings'")
     configure(tmp_path)  # a config that names no read tags: the defaults, now with `read`
@@ -91,7 +92,7 @@ def test_upgrading_to_the_read_default_is_reported_as_a_setting_not_115_newly_re
 
 def test_a_scope_change_with_a_zotero_change_reports_each_as_what_it_is(tmp_path: Path) -> None:
     config = project(tmp_path)
-    assert sync(config) == ""
+    assert sync(config) == BASELINE
     library(tmp_path, retitled=True)  # Zotero changed
     configure(tmp_path, exports="  scope: curated\n  exclude_collections: [Inbox]\n")  # and the settings
     section = newest(sync(config))

@@ -40,10 +40,11 @@ def test_json_of_a_first_and_a_no_change_sync_from_the_snapshot(project: Path, r
     assert first["changed"] is True
     assert (first["library_version"], first["previous_version"], first["requests"]) == (480, None, 0)
     pages = sorted(str(exports / name) for name in ("catalog.csv", "catalog.md"))
+    baseline = [str(exports / "CHANGES.md")]  # the first sync's, saying it is the baseline
     notes = [
         str(exports / "notes" / f"{key}.md") for key in ("73KSMM92", "G5M8JA32", "YXQKD2DE")
     ]  # the demo's
-    assert sorted(first["files"]) == sorted(pages + notes)
+    assert sorted(first["files"]) == sorted(pages + notes + baseline)
     assert first["unchanged"] == []
     assert first["items_added"] > 0 and first["collections_changed"] > 0
     assert (first["items_updated"], first["items_removed"], first["collections_removed"]) == (0, 0, 0)

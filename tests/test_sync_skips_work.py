@@ -16,6 +16,7 @@ import pytest
 from conftest import SEEDS
 from factories import config_of
 
+from zotsync import fingerprints
 from zotsync.app import changes as changes_module
 from zotsync.app import page as app
 from zotsync.export import record
@@ -128,22 +129,22 @@ def test_a_changed_venue_table_renders_again(project, run, renders):
 
 def test_new_code_renders_again(project, run, renders, monkeypatch):
     sync(run, project)
-    monkeypatch.setattr(record, "code_digest", lambda: "another zotsync")
+    monkeypatch.setattr(fingerprints, "code_digest", lambda: "another zotsync")
     sync(run, project)
     assert len(renders) == 2
 
 
 def test_the_code_digest_covers_the_version_and_every_source_file():
-    digest = record.code_digest()
-    assert len(digest) == 64 and digest == record.code_digest()
-    record.code_digest.cache_clear()
+    digest = fingerprints.code_digest()
+    assert len(digest) == 64 and digest == fingerprints.code_digest()
+    fingerprints.code_digest.cache_clear()
     try:
-        original = record.__version__
-        record.__version__ = original + ".post1"
-        assert record.code_digest() != digest
+        original = fingerprints.__version__
+        fingerprints.__version__ = original + ".post1"
+        assert fingerprints.code_digest() != digest
     finally:
-        record.__version__ = original
-        record.code_digest.cache_clear()
+        fingerprints.__version__ = original
+        fingerprints.code_digest.cache_clear()
 
 
 @pytest.mark.parametrize("damage", ["edit", "delete", "same size"])
@@ -251,11 +252,11 @@ def test_config_digest_leaves_the_api_key_out(tmp_path):
     )
     path = tmp_path / "zotsync.yaml"
     path.write_text(body % "Aaaaaaaaaaaaaaaaaaaaaaa1", encoding="utf-8")
-    digest = record.config_digest(load_config(path))
+    digest = fingerprints.config_digest(load_config(path))
     path.write_text(body % "Bbbbbbbbbbbbbbbbbbbbbbb2", encoding="utf-8")
-    assert digest == record.config_digest(load_config(path))
+    assert digest == fingerprints.config_digest(load_config(path))
     path.write_text((body % "Bbbbbbbbbbbbbbbbbbbbbbb2").replace('"1"', '"2"'), encoding="utf-8")
-    assert digest != record.config_digest(load_config(path))
+    assert digest != fingerprints.config_digest(load_config(path))
     assert "Aaaaaaaa" not in record.ExportRecord({"config": digest}, 0).dumps()
 
 

@@ -189,12 +189,29 @@ def cli(ctx: click.Context, **global_options: Any) -> None:
 @cli.command("pull")
 @click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
 @click.option("--force", is_flag=True, help="Proceed past the safety valve once (sync.max_removal).")
+@click.option("--dry-run", is_flag=True, help="Say what the pull would change, and change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: what changed.")
 @pass_state
-def pull_command(state: _State, full: bool, force: bool) -> None:
+def pull_command(state: _State, full: bool, force: bool, dry_run: bool, as_json: bool) -> int:
     """Bring the local store up to date with the Zotero source."""
     from .app import pull
 
-    state.say(pull.run_pull(state.config, full=full, progress=not state.quiet, force=force).summary())
+    report = pull.run_pull(state.config, full=full, progress=not state.quiet, force=force, dry_run=dry_run)
+    if as_json:
+        click.echo(json_safe(json.dumps(report.to_dict(dry_run), ensure_ascii=False)))
+    state.say(("dry run: " if dry_run else "") + report.summary(), log_only=as_json)
+    return _said_plan(state, report.stopped, [], as_json) if dry_run else 0
+
+
+def _said_plan(state: _State, stopped: str, removed: Sequence[Path], as_json: bool) -> int:
+    """The end of a dry run's text: what it would delete, and whether the safety valve would stop it
+    (then the real run's exit code, 1)."""
+    for path in removed:
+        state.say(f"would remove {path}", log_only=as_json)
+    if stopped:
+        state.say(f"the safety valve would stop the real run: {stopped}", log_only=as_json)
+    state.say("dry run: nothing was written", log_only=as_json)
+    return 1 if stopped else 0
 
 
 @cli.command("export")
@@ -214,28 +231,60 @@ def export_command(state: _State, fmt: str, output: str | None) -> None:
     path = page.default_output(state.config, fmt) if output is None else Path(output)
     text, others = page.export(state.config, fmt, path)
     _write_output(state, text, path)
-    for written, changed in others:
-        state.say_written(written, changed)
+    _say_files(state, others, "wrote", False)
 
 
 @cli.command("sync")
 @click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
 @click.option("--force", is_flag=True, help="Proceed past the safety valve once (sync.max_removal).")
+@click.option("--dry-run", is_flag=True, help="Say what the sync would change and write, and change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: what changed, requests, files.")
 @click.option("--exit-code", is_flag=True, help="Exit 3 when an export changed, 0 when nothing did.")
 @pass_state
-def sync_command(state: _State, full: bool, force: bool, as_json: bool, exit_code: bool) -> int:
+def sync_command(
+    state: _State, full: bool, force: bool, dry_run: bool, as_json: bool, exit_code: bool
+) -> int:
     """Pull, then export every format in exports.formats (safe to run from cron)."""
     from .app import sync
 
     started = time.monotonic()
-    result = sync.run_sync(state.config, progress=not (state.quiet or as_json), full=full, force=force)
+    progress = not (state.quiet or as_json)
+    result = sync.run_sync(state.config, progress=progress, full=full, force=force, dry_run=dry_run)
     if as_json:  # stdout holds the JSON alone; the human lines would only repeat it (on stderr)
         click.echo(json_safe(json.dumps(result.to_dict(time.monotonic() - started), ensure_ascii=False)))
-    state.say(result.pull.summary(), log_only=as_json)
-    for path, wrote in result.written:
-        state.say_written(path, wrote, log_only=as_json)
+    state.say(("dry run: " if dry_run else "") + result.pull.summary(), log_only=as_json)
+    _say_files(state, result.written, "would write" if dry_run else "wrote", as_json)
+    if dry_run:
+        if result.due:
+            state.say(f"would run: {', '.join(result.due)}", log_only=as_json)
+        code = _said_plan(state, result.pull.stopped, result.removed, as_json)
+        return code or (3 if exit_code and result.changed else 0)  # as the real run would
     return 3 if exit_code and result.changed else 0
+
+
+# Past this many files of one folder (note pages), a run says how many it wrote, not each (-v names them).
+_FILES_NAMED = 20
+
+
+def _say_files(state: _State, written: Sequence[tuple[Path, bool]], verb: str, as_json: bool) -> None:
+    """Each file written (or unchanged); a folder with many of them (a first sync's note pages) as one
+    line with their count, each one then only with -v (and in the log)."""
+    by_folder: dict[Path, list[Path]] = {}
+    for path, wrote in written:
+        if wrote:
+            by_folder.setdefault(path.parent, []).append(path)
+    crowded = {folder for folder, paths in by_folder.items() if len(paths) > _FILES_NAMED}
+    for path, wrote in written:
+        if not wrote:
+            state.say(f"unchanged {path}", log_only=as_json)
+        elif path.parent not in crowded:
+            state.say(f"{verb} {path}", log_only=as_json)
+        else:
+            runlog.events.info("%s %s", verb, path)  # a --log-file keeps every name
+            if state.verbose:
+                state.say(f"{verb} {path}", log_only=as_json)
+    for folder in sorted(crowded):
+        state.say(f"{verb} {len(by_folder[folder])} files in {folder}{os.sep}", log_only=as_json)
 
 
 @cli.command("enrich")

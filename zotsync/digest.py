@@ -1,7 +1,8 @@
-"""The change digest: what one sync changed on the page, as a dated section of `CHANGES.md`.
+"""The change digest: what one sync changed on the page (CHANGES.md is written from it by
+`export.changelog`), and the feed's entries.
 
 Pure: page rows of the previous sync and of this one in, a `Digest` (or None when nothing a reader
-cares about changed) out, and the Markdown for it. An entry is followed across syncs by its Zotero key,
+cares about changed) out. An entry is followed across syncs by its Zotero key,
 else by its normalised curated title; a curated entry that gains or loses its Zotero match (a new pin, a
 trashed item) keeps its curated title as an alias, so it is not reported as removed and added again.
 """
@@ -14,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from . import normalize
-from .export.mdtext import line
 from .model import Placement
 
 Clock = Callable[[], datetime]  # injectable, so tests can fix the section's date
-GROUPS = ("Settings", "Added", "Removed", "Recategorised", "Newly read", "Retitled", "No longer in Zotero")
+# What `status` and CHANGES.md say of a curated paper that lost its Zotero item
+GONE = "deleted or trashed in Zotero, or no longer matched: its venue and links from Zotero are gone"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +142,6 @@ def _compare(previous: Sequence[Row], current: Sequence[Row]) -> _Comparison:
     return _Comparison(before, after, added, removed, pairs)
 
 
-def diff(previous: Sequence[Row], current: Sequence[Row]) -> Digest | None:
-    """What changed between two syncs' pages; None when nothing did (a reorder alone is no change)."""
-    return _digest(_compare(previous, current))
-
-
 def _digest(c: _Comparison) -> Digest | None:
     before, after = c.before, c.after
     digest = Digest(
@@ -194,7 +190,8 @@ class News:
 def diff_and_news(
     previous: Sequence[Row], placements: Sequence[Placement], when: datetime, current: Sequence[Row]
 ) -> tuple[Digest | None, tuple[News, ...]]:
-    """`diff` of `previous` and `current` (`rows_of(placements)`), and the news of it: the papers this
+    """What changed between two syncs' pages (None when nothing did: a reorder alone is no change), and
+    the news of it: the papers this
     sync added to the page or saw read for the first time, in page order (added first) — the Added and
     Newly read groups of the digest, with what a reader of the feed wants to know. One comparison serves
     both (at 100k rows it costs half a second)."""
@@ -208,7 +205,7 @@ def _news_of(
     first: dict[str, Placement] = {}
     for row, placement in zip(current, placements, strict=True):
         first.setdefault(row.identity, placement)
-    stamp = _utc(when).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = utc(when).strftime("%Y-%m-%dT%H:%M:%SZ")
     read = [n for o, n in c.pairs if c.after[n].read and not c.before[o].read]
     return tuple(
         _news(kind, identity, stamp, first[identity], c.after[identity].categories)
@@ -272,43 +269,7 @@ def _unique_by_alias(identities: Iterable[str], entries: dict[str, _Entry]) -> d
     return {alias: ids[0] for alias, ids in by_alias.items() if len(ids) == 1}
 
 
-def render(digest: Digest, when: datetime) -> str:
-    """One section: `## YYYY-MM-DD HH:MM UTC`, then a `###` list per non-empty group. Each item is text
-    (titles and category names render as written, like on the page)."""
-    when = _utc(when)
-    settings = tuple(f"`{name}`: {line(old)} → {line(new)}" for name, old, new in digest.settings)
-    show: dict[str, tuple[str, ...]] = {
-        "Settings": (*settings, line(digest.settings_effect)) if settings else (),
-        "Added": digest.added,
-        "Removed": digest.removed,
-        "Recategorised": tuple(
-            f"{title}: {_categories(old)} → {_categories(new)}" for title, old, new in digest.recategorised
-        ),
-        "Newly read": digest.newly_read,
-        "Retitled": tuple(f"{old} → {new}" for old, new in digest.retitled),
-        "No longer in Zotero": tuple(f"{title} ({GONE})" for title in digest.unmatched),
-    }
-    parts = [f"## {when:%Y-%m-%d %H:%M} UTC"]
-    for group in GROUPS:
-        if show[group]:
-            items = show[group] if group == "Settings" else tuple(map(line, show[group]))  # already text
-            parts.append(f"### {group}\n\n" + "\n".join(f"- {item}" for item in items))
-    return "\n\n".join(parts) + "\n"
-
-
-GONE = "deleted or trashed in Zotero, or no longer matched: its venue and links from Zotero are gone"
-
-
-def prepend(section: str, existing: str) -> str:
-    """Newest first: the new section, a blank line, then the file as it was."""
-    return section + ("\n" + existing if existing.strip() else "")
-
-
-def _categories(names: Sequence[str]) -> str:
-    return ", ".join(names) or "—"
-
-
-def _utc(when: datetime) -> datetime:
+def utc(when: datetime) -> datetime:
     return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 

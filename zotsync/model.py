@@ -10,10 +10,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
-
-if TYPE_CHECKING:
-    from .facts import ItemFacts
+from typing import Any, Literal, NamedTuple
 
 # Item types that are never entries of their own: they hang below a regular item.
 CHILD_TYPES = ("note", "attachment", "annotation")
@@ -384,6 +381,17 @@ PATH_DEPTH = 32  # collection levels a path shows in full
 _HEAD, _TAIL = 16, 15  # of a deeper one: the top names and the last ones
 
 
+class ItemFacts(NamedTuple):
+    title_key: str  # normalize.title of the title: what the matcher compares and the page sorts by
+    year: str
+    venue_source: str  # where the work appeared, as Zotero spells it
+    authors: tuple[str, ...]  # the creators' display names, in Zotero's order
+    doi: str
+    url: str
+    read: bool  # marked Read by the Reading List plugin (`Read_Status: read` in `extra`)
+    doi_key: str  # normalize.doi of the DOI: what the DOI stage and the duplicate search compare
+
+
 @dataclass(frozen=True, slots=True)
 class Library:
     """Everything the store holds about one Zotero library."""
@@ -477,6 +485,15 @@ class Changes:
 # Where preprints are posted, as a venue names them ("arXiv", DBLP's "CoRR", "bioRxiv"…): an item there
 # is a preprint whose published version a metadata service may know.
 _PREPRINT_SERVER = re.compile(r"^(?:arxiv|corr|biorxiv|medrxiv|chemrxiv|techrxiv|ssrn|research square)\b")
+
+
+def venue_year(venue: str) -> str:
+    """The year a venue names: `arXiv 2025`, `OSDI'20` (20xx); "" when it names none."""
+    if m := re.search(r"(?<!\d)((?:19|20)\d\d)(?!\d)", venue):
+        return m.group(1)
+    if m := re.search(r"['’](\d\d)(?!\d)", venue):
+        return "20" + m.group(1)
+    return ""
 
 
 def is_preprint(item_type: str, venue: str) -> bool:

@@ -152,20 +152,29 @@ def feed_of(store: Store) -> tuple[digest.News, ...]:
     return tuple(digest.News(*entry) for entry in store.feed_entries())
 
 
-def record_changes(config: Config, store: Store, changes: PageChanges) -> list[tuple[Path, bool]]:
+def record_changes(
+    config: Config, store: Store, changes: PageChanges, dry_run: bool = False
+) -> list[tuple[Path, bool]]:
     """Prepend what this sync changed on the page to CHANGES.md, then remember the page (with the
-    settings that made it, and the feed) for the next sync. The first sync only records the baseline; a
-    sync that changed nothing leaves the file alone. The rows are replaced after the file is written, so
-    a failed write is retried by the next sync."""
+    settings that made it, and the feed) for the next sync. The first sync records the baseline and
+    writes a CHANGES.md that says so (or keeps one that is there), so that a link to it resolves; a sync
+    that changed nothing leaves the file alone. The rows are replaced after the file is written, so a
+    failed write is retried by the next sync. `dry_run`: the file is not written (the store is a scratch
+    copy)."""
+    from ..export import changelog
+
     written = []
-    if changes.found:
+    if changes.found or changes.previous is None:
         path = changes_path(config)
         try:
             old_text = (read_regular(path) or b"").decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ExportError(f"cannot read {path}: {exc}") from exc
-        section = digest.render(changes.found, changes.when)
-        written.append((path, write_atomically(path, digest.prepend(section, old_text))))
+        if changes.found:
+            text = changelog.prepend(changelog.render(changes.found, changes.when), old_text)
+        else:
+            text = changelog.first_text(old_text)
+        written.append((path, text != old_text if dry_run else write_atomically(path, text)))
     if changes.previous != changes.current or store.sync_state.page_settings != changes.settings:
         feed = [
             (n.kind, n.identity, n.when, n.title, n.venue, n.year, n.why, n.categories, n.url, n.zotero_key)

@@ -23,12 +23,15 @@ from ..formats import Needs
 from ..gcpause import bulk_phase
 from ..model import Catalogue, Library, Placement
 from ..outputs import FileRecord
+from ..plan import kept_note_pages as kept_by_plan
+from ..plan import restricted
 from ..reconcile import Options, Reconciliation, reconcile
 from ..reconcile.scope import Audience, PageScope, audience, page_rows
 from ..reconcile.venue import load_venue_table
 from ..store import Store, exclusive_lock
 from ..store.derived import Derived
 from .changes import feed_of
+from .manifest import write_manifest
 from .site import site_of
 from .stores import open_store
 
@@ -192,21 +195,17 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str | bytes, list[tu
                 kept = kept_note_pages(config, store, last, export_inputs(config, None), files)
             made = list(exporter.render(export_input(merged, store, kept, feed_of(store))))
             others = made[1:]
-            # The files of this format the record knows: those it makes now, and every note page when
-            # it makes note pages (one it no longer makes goes); other formats' files stay as they are.
+            # The same plan as a sync's, restricted to this format's files.
             ours = {str(folder / each.path) for each in others}
             inside = notes.folder_prefix(folder) if exporter.needs & Needs.NOTES else None
-            known = {
-                path: record
-                for path, record in files.items()
-                if path in ours or (inside is not None and path.startswith(inside))
-            }
+            known = restricted(files, ours, inside)
             result = write_exports(folder, [], others, known)
         if result.records or known:
             with Store(config.store) as writable:
                 writable.update_export_files(
                     result.records, result.made_from, set(known) - set(result.records)
                 )
+                write_manifest(folder, writable)  # the published record follows the store's
     return made[0].text, result.written
 
 
@@ -257,19 +256,22 @@ def kept_note_pages(
     inputs: dict[str, str],
     files: dict[str, FileRecord],
 ) -> dict[str, str]:
-    """The note pages an export need not make again, if their heads come out the same: those the last
-    sync made with the same code and config (the words of the page), whose notes no pull changed since,
-    and which are still as it left them (path relative to `exports.dir` → head)."""
-    same_words = last is not None and all(last.inputs.get(k) == inputs[k] for k in ("code", "config"))
-    if last is None or not same_words or not notes_on(config):
-        return {}
-    changed = store.papers_with_changed_notes(last.notes_generation)
-    if changed is None:
+    """The note pages an export need not make again, if their heads come out the same (path relative
+    to `exports.dir` → head): the export plan's decision (`zotsync.plan.kept_note_pages`), from the store."""
+    if last is None or not notes_on(config):
         return {}
     prefix = notes.folder_prefix(config.exports.dir)
-    kept = {}
-    for path, head in store.export_made_from().items():
-        key, record = notes.key_of(path, prefix), files.get(path)
-        if key is not None and key not in changed and record is not None and record.holds(path):
-            kept[notes.page_path(key)] = head
-    return kept
+
+    def holds(path: str) -> bool:
+        record = files.get(path)
+        return record is not None and record.holds(path)
+
+    kept = kept_by_plan(
+        last,
+        inputs,
+        store.papers_with_changed_notes(last.notes_generation),
+        store.export_made_from(),
+        lambda path: notes.key_of(path, prefix),
+        holds,
+    )
+    return {notes.page_path(key): head for key, head in kept.items()}

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import logging
-from collections.abc import Mapping, Set
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 from ..config import Config
 from ..errors import TooMuchRemoval
 from ..gcpause import bulk_phase
-from ..model import Changes
+from ..plan import MIN_REFUSED_REMOVAL, PullPlan, leaving
 from ..sources import Source, open_source
 from ..store import ApplyResult, Store, exclusive_lock
 from .stores import open_store
 
 log = logging.getLogger("zotsync")
 
-# The safety valve refuses only a removal of at least this many items, so a tiny library can still lose
-# one or two (half of a library of two is not a mass deletion).
-MIN_REFUSED_REMOVAL = 3
+__all__ = ["MIN_REFUSED_REMOVAL", "PullReport", "leaving", "pull", "run_pull", "scratch_store", "valve"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,19 +29,23 @@ class PullReport:
     to_version: int | None
     result: ApplyResult
     reread: int | None = None  # the items a full pull (`--full`) read, which it compared one by one
+    stopped: str = ""  # a dry run: the safety valve's refusal, which the real run would raise
 
-    def to_dict(self) -> dict[str, Any]:
-        """The versions and the counts, as `sync --json` names them."""
-        counts = self.result
-        return {
+    def to_dict(self, dry_run: bool = False) -> dict[str, object]:
+        """The one JSON object `pull --json` prints; a dry run adds `dry_run` and `valve`."""
+        r = self.result
+        found: dict[str, object] = {
             "library_version": self.to_version,
             "previous_version": self.from_version,
-            "items_added": counts.items_added,
-            "items_updated": counts.items_updated,
-            "items_removed": counts.items_removed,
-            "collections_changed": counts.collections_changed,
-            "collections_removed": counts.collections_removed,
+            "items_added": r.items_added,
+            "items_updated": r.items_updated,
+            "items_removed": r.items_removed,
+            "collections_changed": r.collections_changed,
+            "collections_removed": r.collections_removed,
         }
+        if dry_run:
+            found |= {"dry_run": True, "valve": "stop" if self.stopped else "ok"}
+        return found
 
     def summary(self) -> str:
         """One line: what the pull changed."""
@@ -58,34 +62,39 @@ class PullReport:
         )
 
 
-def pull(source: Source, store: Store, full: bool = False, max_removal: float | None = None) -> PullReport:
+def pull(
+    source: Source, store: Store, full: bool = False, max_removal: float | None = None, dry_run: bool = False
+) -> PullReport:
     """Incremental unless `full` (or the store holds another library): the source then lists everything
     and the store drops whatever it no longer has. With `max_removal` (the share `sync.max_removal`;
     None is `--force`), a pull that would take more of the page's items away is refused before it
-    commits: the store stays as it was.
+    commits: the store stays as it was. `dry_run` (a scratch store's pull): the refusal is reported in
+    the result (`stopped`) instead of raised.
 
     A source that can digest its whole library cheaply (a snapshot file's SHA-256) is not read at all
     when the digest is the one the store last took in from it."""
     state = store.sync_state
     before = state.library_version
-    stored_source = state.source
-    incremental = not full and stored_source == source.id
+    incremental = not full and state.source == source.id
     since = before if incremental else None
     content_digest = getattr(source, "content_digest", None)
     taken = content_digest() if content_digest is not None else None
     if taken is not None and incremental and before is not None and state.source_digest == taken:
         store.touch()
         return PullReport(before, before, ApplyResult())
-    valve = None
-    if max_removal is not None:
-        switching = stored_source not in (None, source.id)
-        valve = functools.partial(check_removal, switching=switching, max_removal=max_removal)
     # A source may write pages into the landing while it still reads (the web source does); nothing is
-    # committed before the whole pull is in and the valve has passed it.
-    with store.landing(source.id, rewrite=full, check=valve) as landing:
+    # committed before the whole pull is in and its plan has passed the valve.
+    with store.landing(source.id, rewrite=full, watch_page=max_removal is not None) as landing:
         changes = source.changes(since, landing)
         if changes is not None:
-            result = landing.finish(changes)
+            plan = landing.plan(changes)
+            try:
+                plan.raise_if_unsafe(max_removal)
+            except TooMuchRemoval as refusal:
+                if not dry_run:
+                    raise
+                return PullReport(before, changes.library_version, counts_of(plan), stopped=str(refusal))
+            result = landing.apply(plan)
     if changes is None:
         store.touch()
         return PullReport(before, before, ApplyResult())
@@ -95,52 +104,70 @@ def pull(source: Source, store: Store, full: bool = False, max_removal: float | 
     return PullReport(before, changes.library_version, result, reread)
 
 
-def check_removal(
-    on_page: Set[str], arrived: Mapping[str, bool], changes: Changes, switching: bool, max_removal: float
-) -> None:
-    """octodns' TooMuchChange: the library emptied, another library behind the same id, a permission
-    change hiding most items — refuse rather than publish an empty page. `on_page`: the store's page
-    items before the pull; `arrived`: every item key the pull brought → whether it is on the page;
-    `switching`: the store holds another source's library, which this pull replaces."""
-    gone = leaving(on_page, arrived, changes, switching)
-    if len(gone) >= MIN_REFUSED_REMOVAL and len(gone) > max_removal * len(on_page):
-        raise TooMuchRemoval(
-            f"this pull would remove {len(gone)} of the {len(on_page)} Zotero items on the page "
-            f"({len(gone) / len(on_page):.0%}; sync.max_removal allows {max_removal:.0%}); the store and "
-            "the exports are left as they were. If the library really lost them, run the command again "
-            "with --force"
-        )
-    if gone:
-        log.debug("this pull removes %d of the %d Zotero items on the page", len(gone), len(on_page))
+def counts_of(plan: PullPlan) -> ApplyResult:
+    """What applying `plan` would report."""
+    return ApplyResult(
+        plan.items_added,
+        plan.items_updated,
+        len(plan.removed),
+        len(plan.collections_written),
+        len(plan.collections_removed),
+    )
 
 
-def leaving(on_page: Set[str], arrived: Mapping[str, bool], changes: Changes, switching: bool) -> set[str]:
-    """The keys in `on_page` (regular, top-level, not trashed) that the pull would take off the page:
-    arrived deleted, trashed or turned into a child item (`arrived` maps them to False); deleted; missing
-    from a complete read; or missing from the library that replaces the store's when the source is
-    another one (`switching`)."""
-    wholesale = changes.complete or switching
-    gone = set()
-    for key in on_page:
-        stays = arrived.get(key)
-        if stays is not None:
-            if not stays:
-                gone.add(key)
-        elif wholesale or key in changes.deleted_items:
-            gone.add(key)
-    return gone
-
-
-def run_pull(config: Config, full: bool = False, progress: bool = False, force: bool = False) -> PullReport:
-    """`force`: past the safety valve (`sync.max_removal`) for this one pull."""
+def run_pull(
+    config: Config, full: bool = False, progress: bool = False, force: bool = False, dry_run: bool = False
+) -> PullReport:
+    """`force`: past the safety valve (`sync.max_removal`) for this one pull. `dry_run`: the pull lands
+    in a scratch copy of the store, and the store keeps its bytes."""
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
-        exclusive_lock(config.store),
-        open_store(config) as store,
+        contextlib.nullcontext() if dry_run else exclusive_lock(config.store),
+        scratch_store(config.store) if dry_run else open_store(config) as store,
         bulk_phase(),
     ):
-        return pull(source, store, full=full, max_removal=valve(config, force))
+        return pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
+
+
+def _copied_at_rest(store: Path, copy: Path) -> bool:
+    """Copy the store's file byte for byte when it holds every commit (its -wal is empty, as each run
+    leaves it) and stays so while it is copied; False, and no copy, otherwise."""
+    wal = store.with_name(store.name + "-wal")
+
+    def at_rest() -> tuple[int, int] | None:
+        if wal.exists() and wal.stat().st_size:
+            return None
+        info = store.stat()
+        return (info.st_size, info.st_mtime_ns)
+
+    seen = at_rest()
+    if seen is None:
+        return False
+    shutil.copyfile(store, copy)
+    if at_rest() == seen:
+        return True
+    copy.unlink()
+    return False
 
 
 def valve(config: Config, force: bool) -> float | None:
     return None if force else config.sync.max_removal
+
+
+@contextlib.contextmanager
+def scratch_store(path: Path) -> Iterator[Store]:
+    """A copy of the store at `path` (an empty one when there is none yet) in a temporary folder,
+    removed afterwards: a dry run does there all that the real run would do to the store, and the
+    store's own files keep their bytes."""
+    with tempfile.TemporaryDirectory(prefix="zotsync-dry-run-") as folder:
+        copy = Path(folder) / path.name
+        if path.exists() and not _copied_at_rest(path, copy):
+            # A run is writing it: SQLite's online backup takes a consistent copy (and, as any reader
+            # does, rebuilds the -shm index beside the store).
+            with Store(path, readonly=True) as stored:
+                stored.copy_to(copy)
+        store = Store(copy)
+        try:
+            yield store
+        finally:
+            store.close()

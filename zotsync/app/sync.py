@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import digest, formats, processing
+from .. import digest, formats, plan, processing
 from ..catalogue import CatalogueFile
 from ..config import Config
 from ..export.record import ExportRecord, export_inputs
@@ -15,8 +17,12 @@ from ..model import Catalogue, Placement
 from ..outputs import FileRecord
 from ..sources import open_source
 from ..store import Store, exclusive_lock
-from .pull import PullReport, pull, valve
+from .manifest import adopt_manifest, ensure_manifest, write_manifest
+from .pull import PullReport, pull, scratch_store, valve
 from .stores import open_store
+
+if TYPE_CHECKING:
+    from ..export.writer import WriteResult
 
 # A sync that finds nothing changed renders nothing: the modules that render (reconcile, the exporters,
 # the digest of changes, the search index's catalogue side) are imported by the functions that need them,
@@ -32,6 +38,9 @@ class SyncResult:
     written: tuple[tuple[Path, bool], ...]
     requests: int = 0
     processed: list[processing.Report] = field(default_factory=list)  # the processors' reports
+    removed: tuple[Path, ...] = ()  # the export files it deleted (a dry run: would delete)
+    dry_run: bool = False
+    due: tuple[str, ...] = ()  # a dry run: the processors the real run would run
 
     @property
     def changed(self) -> bool:
@@ -61,6 +70,17 @@ class SyncResult:
             "collections_changed": counts.collections_changed,
             "collections_removed": counts.collections_removed,
             "processed": processing.report_json(self.processed),  # each processor's counts, by name
+            **(self._plan() if self.dry_run else {}),
+        }
+
+    def _plan(self) -> dict[str, Any]:
+        """What `sync --dry-run --json` adds: what the real run would delete, and whether the safety
+        valve would let it through."""
+        return {
+            "dry_run": True,
+            "remove": [str(path) for path in self.removed],
+            "valve": "stop" if self.pull.stopped else "ok",
+            "due": list(self.due),
         }
 
 
@@ -70,41 +90,67 @@ def run_sync(
     progress: bool = False,
     full: bool = False,
     force: bool = False,
+    dry_run: bool = False,
 ) -> SyncResult:
     """pull, then every configured export and the change digest; the lock covers all of it so two cron
     runs never interleave. When the pull changed nothing and every input of the page is as the last
     sync left it (see `export.record`), the exports are not rendered again: they would be the same
-    bytes."""
+    bytes.
+
+    `dry_run`: all of it in a scratch copy of the store, the processors named but not run, and the
+    exports planned but not written: the result says what the real run would do, and nothing of the
+    user's changes (the store, the exports, the catalogue, the lock keep their bytes)."""
     catalogue_file = CatalogueFile.read(config.catalog, config.path)  # read once: digest and page agree
     inputs = export_inputs(config, catalogue_file.digest)
     names = config.exports.formats
     pages = [config.exports.dir / formats.get(name).page for name in names]
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
-        exclusive_lock(config.store),
-        open_store(config) as store,
+        contextlib.nullcontext() if dry_run else exclusive_lock(config.store),
+        scratch_store(config.store) if dry_run else open_store(config) as store,
     ):
         last = ExportRecord.loads(store.sync_state.export_record)
         # The catalogue a sync exported from was valid; any other must parse before any request.
         catalogue = None if last and last.inputs == inputs else catalogue_file.load()
         with bulk_phase():
-            report = pull(source, store, full=full, max_removal=valve(config, force))
-            processed = processing.run_stage(config, store, clock, page_audience(config, catalogue_file))
+            report = pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
+            if report.stopped:  # a dry run the valve would stop: nothing more would happen
+                return SyncResult(report, (), source.requests, dry_run=True)
+            due = tuple(processing.due(config)) if dry_run else ()
+            processed = (
+                []
+                if dry_run
+                else processing.run_stage(config, store, clock, page_audience(config, catalogue_file))
+            )
+        done = functools.partial(SyncResult, requests=source.requests, dry_run=dry_run, due=due)
+        # A store that never exported goes on from the published exports.
+        adopt_manifest(config.exports.dir, store)
         files = store.export_files()
         # Paths as strings: a record of 35,000 note pages made as many Path objects (0.3 s).
         expected = {str(path): files.get(str(path)) for path in pages} | files
         state = store.sync_state
         unchanged_pages = tuple((path, False) for path in pages)
-        if last is not None and last.still_holds(inputs, state.content_generation, expected):
-            if last.notes_generation == state.notes_generation:
-                return SyncResult(report, unchanged_pages, source.requests, processed)
+        reused = plan.reuse(
+            last,
+            inputs,
+            state.content_generation,
+            state.notes_generation,
+            lambda: all(record is not None and record.holds(path) for path, record in expected.items()),
+        )
+        if reused is plan.Reuse.ALL:
+            ensure_manifest(config.exports.dir, store, dry_run)
+            return done(report, unchanged_pages, processed=processed)
+        if reused is plan.Reuse.NOTE_PAGES and last is not None:
             # Only notes changed since: the page rows are as they were, so are the heads of the note pages.
-            remade = remake_note_pages(config, store, last, files)
+            remade = remake_note_pages(config, store, last, files, dry_run)
             if remade is not None:
-                return SyncResult(report, unchanged_pages + remade, source.requests, processed)
+                written = unchanged_pages + tuple(remade.written)
+                return done(report, written, processed=processed, removed=tuple(remade.removed))
         catalogue = catalogue or catalogue_file.load()
-        written = _export_all(config, store, catalogue, catalogue_file.digest, inputs, files, last, clock)
-    return SyncResult(report, tuple(written), source.requests, processed)
+        exported = _export_all(config, store, catalogue, catalogue_file.digest, inputs, files, clock, dry_run)
+        # Once the page and its files are gone from memory: the manifest reads the rows anew.
+        write_manifest(config.exports.dir, store, dry_run)
+    return done(report, tuple(exported.written), processed=processed, removed=tuple(exported.removed))
 
 
 def page_audience(config: Config, catalogue_file: CatalogueFile) -> processing.AudienceOf:
@@ -121,9 +167,9 @@ def _export_all(
     catalogue_digest: str | None,
     inputs: dict[str, str],
     files: dict[str, FileRecord],
-    last: ExportRecord | None,
     clock: digest.Clock,
-) -> list[tuple[Path, bool]]:
+    dry_run: bool = False,
+) -> WriteResult:
     """Every configured format rendered and written, CHANGES.md, the search index's catalogue side, and
     the export record, last."""
     from ..export.writer import write_exports
@@ -132,6 +178,7 @@ def _export_all(
     from .search import index_catalogue
 
     names = config.exports.formats
+    last = ExportRecord.loads(store.sync_state.export_record)
     store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
     with bulk_phase():
         merged = merge_for(config, catalogue, store, names)
@@ -148,17 +195,18 @@ def _export_all(
             [outputs[0] for outputs in made],
             [output for outputs in made for output in outputs[1:]],
             files,
+            dry_run,
         )
-        written = result.written + record_changes(config, store, changes)
+        result.written += record_changes(config, store, changes, dry_run)
         index_catalogue(store, catalogue, merged.reconciliation.matches, catalogue_digest)
     record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
     store.record_export(record.dumps(), result.records, result.made_from)
-    return written
+    return result
 
 
 def remake_note_pages(
-    config: Config, store: Store, last: ExportRecord, files: dict[str, FileRecord]
-) -> tuple[tuple[Path, bool], ...] | None:
+    config: Config, store: Store, last: ExportRecord, files: dict[str, FileRecord], dry_run: bool = False
+) -> WriteResult | None:
     """A sync after pulls that changed only notes and annotations: each paper they touched that had a
     note page and still has notes gets its page made again from the head the last export recorded, and
     nothing else is read or rendered. None when that cannot be: a paper gained its first note or lost
@@ -171,25 +219,23 @@ def remake_note_pages(
     if changed is None or not notes_on(config):
         return None
     prefix = notes.folder_prefix(config.exports.dir)
-    made_from = store.export_made_from()
     papers = store.paper_notes(changed)  # those of them that still have notes
-    heads: dict[str, str] = {}
-    for key in changed:
-        path = prefix + f"{key}.md"
-        had_page = path in files and path in made_from
-        if had_page != (key in papers):
-            return None
-        if had_page:
-            heads[notes.page_path(key)] = made_from[path]
+    remake = plan.note_pages_to_remake(
+        changed, papers.keys(), store.export_made_from(), lambda key: f"{prefix}{key}.md"
+    )
+    if remake is None:
+        return None
+    heads = {notes.page_path(key): head for key, head in remake.items()}
     store.remember(export_record=None)  # as for a whole export: a run that stops leaves no claim behind
     with bulk_phase():
         remade = list(notes.remade(heads, papers, config.exports.labels, config.exports.zotero_links))
         # Only these pages are the writer's to replace; every other file stays as the record has it.
         known = {path: files[path] for path in (prefix + f"{key}.md" for key in papers) if path in files}
-        result = write_exports(config.exports.dir, [], remade, known)
+        result = write_exports(config.exports.dir, [], remade, known, dry_run)
     # The rows of these pages alone (rewriting all 35,000 took 0.15 s), then the record, last.
     store.update_export_files(result.records, result.made_from, set(known) - set(result.records))
     store.remember(
         export_record=ExportRecord(last.inputs, last.generation, store.sync_state.notes_generation).dumps()
     )
-    return tuple(result.written)
+    write_manifest(config.exports.dir, store, dry_run)
+    return result

@@ -32,8 +32,7 @@ from bibtexparser.latexenc import unicode_to_latex_map
 
 from .. import normalize
 from ..formats import Exporter, Needs, Output
-from ..model import Creator, Item, Placement, is_preprint
-from ..reconcile.match import venue_year
+from ..model import Creator, Item, Placement, is_preprint, venue_year
 from ..secrets import excerpt
 from ..text import flatten
 from .base import ExportInput

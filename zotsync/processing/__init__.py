@@ -211,6 +211,11 @@ def run_stage(
     return reports
 
 
+def due(config: Config) -> list[str]:
+    """The processors `run_stage` would run, in order (what `sync --dry-run` names)."""
+    return [name for name in BUILT_IN if get(name).enabled(config)]
+
+
 def attach_all(library: Library, results: Mapping[str, Mapping[str, Derived]]) -> Library:
     """The library with every processor's stored results joined in (`results`: name → key → record)."""
     for name in names():

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz, process
 
 from .. import normalize
-from ..facts import ItemFacts, item_facts
-from ..model import CatalogueEntry, Item
+from ..facts import item_facts
+from ..model import CatalogueEntry, Item, ItemFacts, venue_year
 
 # rapidfuzz's fuzz.ratio (0–100) on normalised titles. A fuzzy match needs this score and a lead of
 # FUZZY_MARGIN over the runner-up; bench/bench_reconcile.py prints the evidence for both numbers.
@@ -135,15 +135,6 @@ class _Claim:
 def entry_year(entry: CatalogueEntry) -> str:
     """The curator's year: `year:` if given, else the one a venue like OSDI'20 or arXiv 2025 names."""
     return entry.year or venue_year(entry.venue)
-
-
-def venue_year(venue: str) -> str:
-    """The year a venue names: `arXiv 2025`, `OSDI'20` (20xx); "" when it names none."""
-    if m := re.search(r"(?<!\d)((?:19|20)\d\d)(?!\d)", venue):
-        return m.group(1)
-    if m := re.search(r"['’](\d\d)(?!\d)", venue):
-        return "20" + m.group(1)
-    return ""
 
 
 def _values(normalizer: Callable[[str], str], values: Iterable[str]) -> set[str]:
@@ -269,40 +260,56 @@ def match(
     entries: Sequence[CatalogueEntry], items: Iterable[Item], facts: Mapping[str, ItemFacts] | None = None
 ) -> MatchResult:
     """`items` are every item of the library; only regular, untrashed ones can be matched. `facts` are
-    the items' facts as the store has them (`Library.facts`); the others' are computed here."""
-    result = MatchResult()
-    stored = facts or {}
-    missing: dict[str, ItemFacts] = {}  # the facts `stored` lacks, computed here
-    by_key: dict[str, Item] = {}
-    library: dict[str, Item] = {}
-    titles: dict[str, str] = {}  # key → normalised title, of the same
-    shown: dict[str, str] = {}  # key → the title as Zotero has it
-    trashed_titles: set[str] = set()
-    for item in items:  # one pass builds them all (100k items at scale)
-        key = item.key
-        by_key[key] = item
-        if item.is_regular:
-            item_fact = stored.get(key)
-            if item_fact is None:
-                item_fact = missing[key] = item_facts(item)
-            if item.deleted:
-                trashed_titles.add(item_fact.title_key)
-                continue
-            library[key] = item
-            titles[key] = item_fact.title_key
-            shown[key] = item.title
-    # key → facts of every regular item; the stored mapping itself when it has them all (a store's page)
-    known: Mapping[str, ItemFacts] = {**stored, **missing} if missing else stored
-    candidates = dict(library)
+    the items' facts as the store has them (`Library.facts`); the others' are computed here. The stages
+    run in order, each on the claims the ones before left open: pins, each identifier of `STAGES`, then
+    a fuzzy title."""
+    matcher = _Matcher(entries, items, facts or {})
+    matcher.pins()
+    for stage in STAGES:
+        matcher.identifier(stage)
+    matcher.fuzzy()
+    return matcher.finish()
 
-    claims: dict[str, _Claim] = {}
-    for entry in entries:
-        title_key = normalize.title(entry.title)
-        claims.setdefault(title_key, _Claim(title_key, [])).entries.append(entry)
-    open_claims = dict(sorted(claims.items()))
 
-    def settle(wanted: dict[str, set[str]], rule: str) -> None:
+class _Matcher:
+    """One run of `match`: the library read once, the claims still open, and the result so far."""
+
+    def __init__(
+        self, entries: Sequence[CatalogueEntry], items: Iterable[Item], stored: Mapping[str, ItemFacts]
+    ) -> None:
+        self.result = MatchResult()
+        missing: dict[str, ItemFacts] = {}  # the facts `stored` lacks, computed here
+        self.by_key: dict[str, Item] = {}
+        self.library: dict[str, Item] = {}
+        self.titles: dict[str, str] = {}  # key → normalised title, of the same
+        self.shown: dict[str, str] = {}  # key → the title as Zotero has it
+        self.trashed_titles: set[str] = set()
+        for item in items:  # one pass builds them all (100k items at scale)
+            key = item.key
+            self.by_key[key] = item
+            if item.is_regular:
+                item_fact = stored.get(key)
+                if item_fact is None:
+                    item_fact = missing[key] = item_facts(item)
+                if item.deleted:
+                    self.trashed_titles.add(item_fact.title_key)
+                    continue
+                self.library[key] = item
+                self.titles[key] = item_fact.title_key
+                self.shown[key] = item.title
+        # key → facts of every regular item; the stored mapping itself when it has them all (a store's page)
+        self.known: Mapping[str, ItemFacts] = {**stored, **missing} if missing else stored
+        self.candidates = dict(self.library)
+        self.claims: dict[str, _Claim] = {}
+        for entry in entries:
+            title_key = normalize.title(entry.title)
+            self.claims.setdefault(title_key, _Claim(title_key, [])).entries.append(entry)
+        self.open_claims = dict(sorted(self.claims.items()))
+        self.passed_over: dict[str, str] = {}  # claim → why the close title it would have taken is not it
+
+    def settle(self, wanted: dict[str, set[str]], rule: str) -> None:
         """Assign items to claims where the choice is unique both ways; report the rest."""
+        result, claims = self.result, self.claims
         wanted_by: dict[str, set[str]] = defaultdict(set)
         for title_key, keys in wanted.items():
             for key in keys:
@@ -317,68 +324,75 @@ def match(
                     )
                 result.unmatched.append(Unmatched(claims[title_key].title, f"ambiguous ({rule})"))
                 for key in contested:  # disputed items wait for the curator, too
-                    candidates.pop(key, None)
-                del open_claims[title_key]
+                    self.candidates.pop(key, None)
+                del self.open_claims[title_key]
                 continue
             (key,) = keys
-            result.by_title[title_key] = candidates.pop(key)
+            result.by_title[title_key] = self.candidates.pop(key)
             result.rule[title_key] = rule
-            del open_claims[title_key]
+            del self.open_claims[title_key]
 
-    # A pin is the curator's word: it matches or it is reported, it never falls through to guessing.
-    pinned: dict[str, set[str]] = {}
-    for title_key, claim in list(open_claims.items()):
-        pins = claim.hints("zotero_key")
-        if not pins:
-            continue
-        found = {k for k in pins if k in candidates}
-        if not found:
-            pin = sorted(pins)[0]
-            # Only a pin to a regular item is "in the trash": one to an attachment or a note names no
-            # paper, trashed or not, and the page's library may not even hold those.
-            trashed = pin in by_key and by_key[pin].is_regular and by_key[pin].deleted
-            result.unmatched.append(
-                Unmatched(claim.title, "item is in the trash" if trashed else "pinned key not in library")
-            )
-            del open_claims[title_key]
-            continue
-        pinned[title_key] = found
-    settle(pinned, "zotero_key")
+    def pins(self) -> None:
+        """A pin is the curator's word: it matches or it is reported, it never falls through to guessing."""
+        pinned: dict[str, set[str]] = {}
+        for title_key, claim in list(self.open_claims.items()):
+            pins = claim.hints("zotero_key")
+            if not pins:
+                continue
+            found = {k for k in pins if k in self.candidates}
+            if not found:
+                pin = sorted(pins)[0]
+                # Only a pin to a regular item is "in the trash": one to an attachment or a note names no
+                # paper, trashed or not, and the page's library may not even hold those.
+                item = self.by_key.get(pin)
+                trashed = item is not None and item.is_regular and item.deleted
+                self.result.unmatched.append(
+                    Unmatched(claim.title, "item is in the trash" if trashed else "pinned key not in library")
+                )
+                del self.open_claims[title_key]
+                continue
+            pinned[title_key] = found
+        self.settle(pinned, "zotero_key")
 
-    for rule, item_keys, claim_keys in STAGES:
-        sought = {title_key: claim_keys(claim) for title_key, claim in open_claims.items()}
+    def identifier(self, stage: Stage) -> None:
+        """The claims that name an identifier of this stage (a DOI, an arXiv id, …, the exact title) take
+        the items that have it."""
+        rule, item_keys, claim_keys = stage
+        sought = {title_key: claim_keys(claim) for title_key, claim in self.open_claims.items()}
         if not any(sought.values()):
-            continue  # no claim carries this identifier: skip indexing the library for it
+            return  # no claim carries this identifier: skip indexing the library for it
         # Only values some claim seeks are indexed: a few thousand, not one per item of the library.
         sought_values = set().union(*sought.values())
         index: dict[str, set[str]] = defaultdict(set)
         if rule == "title":
-            for key in candidates:
-                if (title := titles[key]) in sought_values:
+            for key in self.candidates:
+                if (title := self.titles[key]) in sought_values:
                     index[title].add(key)
         else:
-            for key, item in candidates.items():
-                for value in item_keys(item, known[key]) & sought_values:
+            for key, item in self.candidates.items():
+                for value in item_keys(item, self.known[key]) & sought_values:
                     index[value].add(key)
         wanted = {}
-        for title_key, claim in open_claims.items():
+        for title_key, claim in self.open_claims.items():
             found = {key for value in sought[title_key] for key in index.get(value, ())}
             if rule == "title" and len(found) > 1 and claim.year:
                 # Same title, several items: the year tells them apart (a reprint, a journal version).
-                same_year = {k for k in found if known[k].year == claim.year}
+                same_year = {k for k in found if self.known[k].year == claim.year}
                 found = same_year or found
             if found:
                 wanted[title_key] = found
-        settle(wanted, rule)
+        self.settle(wanted, rule)
 
-    index_of_titles = TitleIndex(titles, shown)
-    result.titles = index_of_titles
-    passed_over: dict[str, str] = {}  # claim → why the close title it would have taken is not its match
-    if open_claims and candidates:
+    def fuzzy(self) -> None:
+        """The claims left take the item with a close enough title, clearly ahead of the next one."""
+        index_of_titles = TitleIndex(self.titles, self.shown)
+        self.result.titles = index_of_titles
+        if not (self.open_claims and self.candidates):
+            return
         wanted = {}
-        remaining = frozenset(candidates)
-        index_of_titles.index(open_claims)
-        for title_key in open_claims:
+        remaining = frozenset(self.candidates)
+        index_of_titles.index(self.open_claims)
+        for title_key in self.open_claims:
             best, passed = _fuzzy_candidates(index_of_titles, title_key, remaining)
             if (
                 best
@@ -386,20 +400,23 @@ def match(
                 and (len(best) == 1 or best[0].score - best[1].score >= FUZZY_MARGIN)
             ):
                 wanted[title_key] = {best[0].key}
-                result.scores[title_key] = best[0].score
+                self.result.scores[title_key] = best[0].score
             elif passed is not None and passed.score >= FUZZY_THRESHOLD:
-                passed_over[title_key] = _difference(title_key, index_of_titles.titles[passed.key])
-        settle(wanted, "fuzzy title")
+                self.passed_over[title_key] = _difference(title_key, index_of_titles.titles[passed.key])
+        self.settle(wanted, "fuzzy title")
 
-    for title_key, claim in open_claims.items():
-        reason = "item is in the trash" if title_key in trashed_titles else "no candidate"
-        if title_key in passed_over and title_key not in trashed_titles:
-            reason = passed_over[title_key]
-        result.unmatched.append(Unmatched(claim.title, reason))
-    result.unmatched.sort(key=lambda u: normalize.title(u.title))
-    result.candidates = library
-    result.facts = known
-    return result
+    def finish(self) -> MatchResult:
+        """Every claim still open is reported unmatched, with the reason."""
+        result = self.result
+        for title_key, claim in self.open_claims.items():
+            reason = "item is in the trash" if title_key in self.trashed_titles else "no candidate"
+            if title_key in self.passed_over and title_key not in self.trashed_titles:
+                reason = self.passed_over[title_key]
+            result.unmatched.append(Unmatched(claim.title, reason))
+        result.unmatched.sort(key=lambda u: normalize.title(u.title))
+        result.candidates = self.library
+        result.facts = self.known
+        return result
 
 
 def _fuzzy_candidates(

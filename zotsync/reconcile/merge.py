@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .. import normalize
-from ..facts import ItemFacts
 from ..model import (
     Catalogue,
     CatalogueEntry,
     FoundMetadata,
     Item,
+    ItemFacts,
     Library,
     Link,
     Placement,

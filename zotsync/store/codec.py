@@ -14,8 +14,8 @@ import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from ..facts import ItemFacts, item_facts
-from ..model import VENUE_FIELDS, Creator, Item, Tag
+from ..facts import item_facts
+from ..model import VENUE_FIELDS, Creator, Item, ItemFacts, Tag
 
 # The data fields the page is made of (`Item.get` callers in model.py and reconcile/): `load_page` reads
 # only these, so abstracts and notes stay on disk. A field added here needs a migration that empties

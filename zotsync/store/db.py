@@ -11,16 +11,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..errors import StoreError
-from ..facts import ItemFacts, stored_version
+from ..facts import stored_version
 from ..fulltext import Query, blank_note
-from ..model import CHILD_TYPES, Changes, Collection, Item, Library, PaperNotes
+from ..model import CHILD_TYPES, Changes, Collection, Item, ItemFacts, Library, PaperNotes
 from ..outputs import FileRecord
 from . import searchindex
 from .codec import items_of, page_items
 from .derived import Derived
 from .failures import DAMAGED, cause, store_errors
 from .identity import APPLICATION_ID, identify, not_ours
-from .landing import ApplyResult, Check, Landing
+from .landing import ApplyResult, Landing
 from .schema import (
     BUMP_GENERATION,
     MIGRATIONS,
@@ -214,6 +214,11 @@ class Store:
             )
         return cause(exc)
 
+    def copy_to(self, path: Path) -> None:
+        """A consistent copy of this store into a new file at `path` (SQLite's online backup)."""
+        with contextlib.closing(sqlite3.connect(path)) as target:
+            self._db.backup(target)
+
     def close(self) -> None:
         self._db.close()
         if not self.readonly and str(self.path) != ":memory:":
@@ -324,9 +329,9 @@ class Store:
         with self.landing(source_id, rewrite) as landing:
             return landing.finish(changes)
 
-    def landing(self, source_id: str, rewrite: bool = False, check: Check | None = None) -> Landing:
+    def landing(self, source_id: str, rewrite: bool = False, watch_page: bool = False) -> Landing:
         """A pull written while it is still being read (see `Landing`), with `apply`'s rules."""
-        return Landing(self, source_id, rewrite, check)
+        return Landing(self, source_id, rewrite, watch_page)
 
     @store_errors
     def touch(self) -> None:

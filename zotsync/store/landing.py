@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..model import Changes, Item
+from ..model import Changes, Collection, Item
+from ..plan import PullPlan, leaving
 from . import searchindex
 from .codec import INSERT_ITEM, INSERT_PAGE, ItemRecord, PageRecord, item_record, page_record
 from .failures import store_errors
@@ -17,6 +18,8 @@ from .state import write_state
 
 if TYPE_CHECKING:
     from .db import Store
+
+CollectionRow = tuple[str, int, str, str | None]  # key, version, name, parent key: the table's row
 
 # Items written per executemany round: big enough to amortise the calls, small enough to keep few rows.
 BATCH = 1000
@@ -54,20 +57,19 @@ class ApplyResult:
 # back when the pull ends, so a sync's export after it does not keep the memory.
 _LANDING_CACHE_KIB = 32 * 1024
 
-# A check of a pull before anything is removed (the safety valve): the page's items as the store held them
-# before the pull, every item key the pull brought → whether it is on the page, and the pull's Changes.
-Check = Callable[[set[str], Mapping[str, bool], Changes], None]
-
 
 class Landing:
     """One pull on its way into the store, in one transaction. The source may hand items over while it
     still reads (`add`: written a batch at a time, so a page's objects can go as soon as they are
-    written); `finish` writes what is left, lets `check` refuse, removes what the pull removes, writes
-    the collections, brings the search index up to date with the items, writes the library version,
-    and commits. Leaving the `with` block in any other way (an error, Ctrl-C, a refusal) rolls all of it
-    back: the store stays as it was, its search index with it."""
+    written); `plan` writes what is left and says what finishing would do (the caller may refuse it:
+    `PullPlan.raise_if_unsafe`); `apply` removes what the pull removes, writes the collections, brings
+    the search index up to date with the items, writes the library version, and commits. Leaving the
+    `with` block in any other way (an error, Ctrl-C, a refusal, a dry run) rolls all of it back: the
+    store stays as it was, its search index with it.
 
-    def __init__(self, store: Store, source_id: str, rewrite: bool, check: Check | None = None) -> None:
+    `watch_page`: read the page's items before the pull, so that the plan says which of them leave."""
+
+    def __init__(self, store: Store, source_id: str, rewrite: bool, watch_page: bool = False) -> None:
         self.path = store.path  # for store_errors
         self.arrived: dict[str, bool] = {}  # every item key this pull brought → whether it is on the page
         self.result = ApplyResult()
@@ -75,8 +77,10 @@ class Landing:
         self._source_id, self._rewrite = source_id, rewrite
         self._known: dict[str, int] = {}  # the store's item versions before this pull
         self._replaced = False
-        self._check = check
-        self._page_before: set[str] = set()  # for `check`, read before anything is written
+        self._switching = False  # the store holds another source's library, which this pull replaces
+        self._watch_page = watch_page
+        self._changes = Changes(0)  # the pull `plan` was given, which `apply` finishes
+        self._page_before: set[str] = set()  # for the plan's `leaving`, read before anything is written
         self._cache_size: int | None = None  # the connection's own, while the landing uses a larger one
         # The item keys this pull wrote or removed, and the parents they had before: the search index
         # makes the rows of their papers anew when the pull finishes.
@@ -102,9 +106,10 @@ class Landing:
                 self._cache_size = db.execute("PRAGMA cache_size").fetchone()[0]
                 db.execute(f"PRAGMA cache_size = -{_LANDING_CACHE_KIB}")
             db.execute("BEGIN IMMEDIATE")
-            if self._check is not None:
+            if self._watch_page:
                 self._page_before = self._store.catalogue_item_keys()
-            if self._store.sync_state.source not in (None, self._source_id):
+            self._switching = self._store.sync_state.source not in (None, self._source_id)
+            if self._switching:
                 content = db.execute("SELECT 1 FROM items UNION ALL SELECT 1 FROM collections")
                 self._replaced = content.fetchone() is not None
                 db.execute("DELETE FROM items")
@@ -170,51 +175,49 @@ class Landing:
 
     @store_errors
     def finish(self, changes: Changes) -> ApplyResult:
-        """Land `changes` (its items besides those already added) and commit. The `check` runs once
-        every item is written and before anything is removed, and may raise to refuse the pull."""
+        """Land `changes` (its items besides those already added) and commit, whatever the plan."""
+        return self.apply(self.plan(changes))
+
+    @store_errors
+    def plan(self, changes: Changes) -> PullPlan:
+        """Write the items of `changes` not yet added, then say what finishing the pull would do;
+        nothing is removed yet, and nothing is committed."""
         db = self._begin()
         self.add(changes.items, changes.trust_versions)
-        if self._check is not None:
-            self._check(self._page_before, self.arrived, changes)
-        result, known = self.result, self._known
-        stored_collections = {row[0]: row for row in db.execute("SELECT * FROM collections")}
-
-        # A trashed collection leaves like a deleted one; its restore brings it back with a new version.
-        # Subcollections go with their parent, judged on the tree as this pull leaves it (a child
-        # moved out of a deleted parent in the same pull stays). As for items, a collection this pull
-        # brought wins over a deletion listed for it: /deleted lists every deletion since the store's
-        # version, so the deletion came first and the collection was made again after it.
-        incoming_collections = {c.key for c in changes.collections if not c.deleted}
-        arrived_collections = {c.key for c in changes.collections}
-        gone_roots = (set(changes.deleted_collections) - arrived_collections) | (
-            arrived_collections - incoming_collections
-        )
-        if changes.complete:
-            gone_roots |= set(stored_collections) - incoming_collections
-        parents = {key: row[3] for key, row in stored_collections.items()}
-        parents.update({c.key: c.parent_key for c in changes.collections})
-        gone_collections = with_descendants(gone_roots, parents)
-        live_collections = [c for c in changes.collections if c.key not in gone_collections]
-        for key in gone_collections & set(stored_collections):
-            db.execute("DELETE FROM collections WHERE key = ?", (key,))
-            result.collections_removed += 1
-        # Memberships stay: they belong to the items, `load` shows only those of existing
-        # collections, and a collection restored from the trash finds its items again.
-        for collection in live_collections:
-            row = (collection.key, collection.version, collection.name, collection.parent_key)
-            if stored_collections.get(collection.key) == row:
-                continue
-            db.execute("INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)", row)
-            result.collections_changed += 1
-
+        self._changes = changes
+        rows = db.execute("SELECT key, version, name, parent_key FROM collections")
+        stored: dict[str, CollectionRow] = {row[0]: tuple(row) for row in rows}
+        gone_collections, written = collection_changes(stored, changes)
         gone = set(changes.deleted_items) - self.arrived.keys()
         if changes.complete:
-            gone |= known.keys() - self.arrived.keys()
-        removed = sorted(gone & known.keys())
+            gone |= self._known.keys() - self.arrived.keys()
+        on_page = frozenset(self._page_before)
+        return PullPlan(
+            items_added=self.result.items_added,
+            items_updated=self.result.items_updated,
+            removed=tuple(sorted(gone & self._known.keys())),
+            collections_removed=tuple(sorted(gone_collections)),
+            collections_written=tuple(written),
+            on_page=on_page,
+            leaving=frozenset(leaving(on_page, self.arrived, changes, self._switching)),
+            switching=self._switching,
+        )
+
+    @store_errors
+    def apply(self, plan: PullPlan) -> ApplyResult:
+        """Do what `plan` (this landing's own) says, and commit."""
+        db, result, changes = self._db, self.result, self._changes
+        # Memberships stay: they belong to the items, `load` shows only those of existing
+        # collections, and a collection restored from the trash finds its items again.
+        db.executemany("DELETE FROM collections WHERE key = ?", ((key,) for key in plan.collections_removed))
+        db.executemany("INSERT OR REPLACE INTO collections VALUES (?, ?, ?, ?)", plan.collections_written)
+        result.collections_removed += len(plan.collections_removed)
+        result.collections_changed += len(plan.collections_written)
+        removed = list(plan.removed)
         self._read_before(removed, removing=True)
         self._touched.update(removed)
         # A first pull or another library: every paper's notes are new.
-        reset = self._replaced or (not known and result.items_added > 0)
+        reset = self._replaced or (not self._known and result.items_added > 0)
         if self._note_parents or reset:
             db.execute(BUMP_NOTES_GENERATION)
             self._record_note_changes(reset)
@@ -224,14 +227,13 @@ class Landing:
             # After the last item, not batch by batch as they come: a paper's notes and annotations may
             # come after it, and making its row again costs more than the overlap with a slow source
             # saves.
-            if known:
+            if self._known:
                 searchindex.update(db, self._touched)
             else:  # a store filled anew (or a library replaced): every paper anew, in one scan
                 searchindex.rebuild(db)
         collections_changed = result.collections_changed or result.collections_removed
         if self._replaced or self._content_changed or collections_changed:
             db.execute(BUMP_GENERATION)
-
         write_state(
             db,
             {
@@ -287,6 +289,33 @@ class Landing:
         db.executemany(
             "INSERT OR REPLACE INTO note_changes VALUES (?, ?)", ((key, int(generation)) for key in papers)
         )
+
+
+def collection_changes(
+    stored: Mapping[str, CollectionRow], changes: Changes
+) -> tuple[set[str], list[CollectionRow]]:
+    """The stored collections a pull removes, and the rows it writes (those that differ from the
+    stored ones).
+
+    A trashed collection leaves like a deleted one; its restore brings it back with a new version.
+    Subcollections go with their parent, judged on the tree as this pull leaves it (a child moved out
+    of a deleted parent in the same pull stays). As for items, a collection this pull brought wins over
+    a deletion listed for it: /deleted lists every deletion since the store's version, so the deletion
+    came first and the collection was made again after it."""
+    incoming = {c.key for c in changes.collections if not c.deleted}
+    arrived = {c.key for c in changes.collections}
+    gone_roots = (set(changes.deleted_collections) - arrived) | (arrived - incoming)
+    if changes.complete:
+        gone_roots |= set(stored) - incoming
+    parents = {key: row[3] for key, row in stored.items()}
+    parents.update({c.key: c.parent_key for c in changes.collections})
+    gone = with_descendants(gone_roots, parents)
+    written = [_collection_row(c) for c in changes.collections if c.key not in gone]
+    return gone & set(stored), [row for row in written if stored.get(row[0]) != row]
+
+
+def _collection_row(collection: Collection) -> CollectionRow:
+    return (collection.key, collection.version, collection.name, collection.parent_key)
 
 
 def _stored_record(db: sqlite3.Connection, key: str) -> ItemRecord:

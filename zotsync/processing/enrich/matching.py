@@ -22,8 +22,7 @@ from typing import Any, Literal
 from rapidfuzz import fuzz
 
 from ... import normalize
-from ...facts import ItemFacts
-from ...model import Item, is_preprint
+from ...model import Item, ItemFacts, is_preprint
 
 Outcome = Literal["filled", "ambiguous", "not_found"]
 

@@ -83,17 +83,8 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
     settled = _settled_mark(settings, job.audience.digest if job.audience else "")
     if not job.refresh and not job.dry_run and _still_settled(job.mark(), settled, job.store.generation, now):
         return run  # nothing is due, known without reading the library
-    library = job.library()
     known = job.results()
-    audience = job.audience(library) if job.audience else Audience()
-    items = {item.key: item for item in library.items}
-    queries = {}
-    for key in audience.order(items):
-        item = items[key]
-        facts = library.facts.get(key) or item_facts(item)
-        query = query_of(item, facts, settings.prefer_published)
-        if query is not None:
-            queries[key] = query
+    queries = _queries(job, settings)
     forget = [key for key in known if key not in queries]
     due = [q for q in queries.values() if job.refresh or is_due(q, known.get(q.key), settings, now)]
     run.due = len(due)
@@ -133,6 +124,21 @@ def enrich(job: Job, on_found: Callable[[Found], None] | None = None) -> Run:
     else:
         job.remember(None)
     return run
+
+
+def _queries(job: Job, settings: EnrichConfig) -> dict[str, Query]:
+    """What may be asked about each item the audience lets leave the machine, in its order (the
+    page's first), by item key."""
+    library = job.library()
+    audience = job.audience(library) if job.audience else Audience()
+    items = {item.key: item for item in library.items}
+    queries = {}
+    for key in audience.order(items):
+        item = items[key]
+        query = query_of(item, library.facts.get(key) or item_facts(item), settings.prefer_published)
+        if query is not None:
+            queries[key] = query
+    return queries
 
 
 def is_due(query: Query, known: Derived | None, settings: EnrichConfig, now: datetime) -> bool:
