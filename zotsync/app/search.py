@@ -140,6 +140,12 @@ def _found(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:
     return [_hit(query, hit, paths) for hit in hits]
 
 
+def indexed_hits(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:
+    """`search` in the index as the last sync or search left it, writing nothing (for a reader that may
+    not bring it up to date: `zotsync mcp`, beside a running sync)."""
+    return _found(store, query, limit)
+
+
 def _hit(query: fulltext.Query, hit: IndexHit, paths: dict[str, str]) -> SearchHit:
 
     found = fulltext.locate(query, hit.columns)
