@@ -87,7 +87,10 @@ class Library:
         cut = ""
         if len(hits) > limit:
             hits = hits[:limit]
-            cut = f"the best {limit} papers; more match: ask with a higher limit (at most {SEARCH_MOST})"
+            cut = (
+                f"the best {limit} hits shown, and more match: "
+                f"ask with a higher limit (at most {SEARCH_MOST})"
+            )
         return Answer([hit.as_json() for hit in hits], cut)
 
     def get_paper(self, key: str, max_chars: int = PAPER_CHARS) -> Answer:
