@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -390,6 +391,25 @@ def test_the_server_writes_nothing_and_takes_no_lock(noted: Path) -> None:
 
     talk(noted, conversation)
     assert state() == before
+
+
+def test_a_store_nobody_searched_is_searched_without_building_its_index(project: Path) -> None:
+    """The store's index is built by the first `zotsync search` (a write); the server makes one of its
+    own in memory instead, and answers as that search then does."""
+    config = synced(project / "config" / "zotsync.yaml", search_once=False)
+    store = project / ".zotsync" / "zotsync.sqlite"
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    queries = ["tile", "warp specialization", "张量", "IR", "compiler gpu"]
+
+    async def conversation(session: ClientSession) -> list[Any]:
+        return [await ask(session, "search", query=query, limit=50) for query in queries]
+
+    answers = talk(config, conversation)
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == before
+    with sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True) as db:
+        assert not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_index'").fetchall()
+    assert all(answers)
+    assert answers == [cli_json(config, "search", query, "--limit", "50") for query in queries]
 
 
 def test_the_server_answers_while_a_sync_runs_and_sees_its_data_without_a_restart(tmp_path: Path) -> None:

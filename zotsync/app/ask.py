@@ -27,6 +27,8 @@ from .stores import open_store
 
 if TYPE_CHECKING:
     from ..export import Page
+    from ..store.ownindex import OwnIndex
+    from ..store.searchindex import Curated, IndexHit
 
 # The page, search and the exporters are imported by the answer that needs them: `zotsync mcp` answers
 # `initialize` sooner (bench/bench_mcp.py).
@@ -59,6 +61,7 @@ class _Shelf:
     made_from: tuple[str | None, int, int | None]  # catalogue digest, content generation, library version
     page: Page
     noted: frozenset[str]  # the papers with a note page
+    curated: tuple[Curated, ...]  # the catalogue's side of a search index, as the page matched it
     rows_of: dict[str, list[Placement]] = field(default_factory=dict)
 
 
@@ -69,6 +72,8 @@ class Library:
         self.config = config
         self._shelf: _Shelf | None = None
         self._lock = threading.Lock()
+        self._own: tuple[object, OwnIndex] | None = None  # our own search index, and the page it is of
+        self._own_lock = threading.Lock()
 
     # -- the tools --------------------------------------------------------------------------------------
 
@@ -80,10 +85,14 @@ class Library:
         query = fulltext.parse_query(text)
         if not query.words:
             raise AskError("query has no word to look for (only spaces and punctuation)")
-        from .search import indexed_hits
+        from .search import hits_of, indexed_hits
 
         with open_store(self.config, readonly=True) as store:
-            hits = indexed_hits(store, query, limit + 1)
+            if store.search_index:
+                hits = indexed_hits(store, query, limit + 1)
+            else:  # nobody ran `zotsync search` yet, which builds it: an index of our own, in memory
+                collections = store.collections()
+                hits = hits_of(query, self._own_search(query, limit + 1), collections)
         cut = ""
         if len(hits) > limit:
             hits = hits[:limit]
@@ -197,8 +206,25 @@ class Library:
 
     # -- the page, kept while nothing changed ------------------------------------------------------------
 
+    def _own_search(self, query: fulltext.Query, limit: int) -> list[IndexHit]:
+        """`query` in an index of our own, made from the store read-only (`OwnIndex`) and kept while
+        the page is: a reader never builds the store's (that writes it)."""
+        from ..store.ownindex import OwnIndex
+
+        shelf = self._current()
+        with self._own_lock:
+            made_from, index = self._own or (None, None)
+            if index is None or made_from != shelf.made_from:
+                if index is not None:
+                    index.close()
+                self._own = None
+                index = OwnIndex(self.config.store, shelf.curated)
+                self._own = (shelf.made_from, index)
+            return index.search(query, limit)
+
     def _current(self) -> _Shelf:
         from .page import merge
+        from .search import curated_placements
 
         catalogue_file = CatalogueFile.read(self.config.catalog, self.config.path)
         with self._lock, open_store(self.config, readonly=True) as store:
@@ -207,12 +233,14 @@ class Library:
             shelf = self._shelf
             if shelf is not None and shelf.made_from == made_from:
                 return shelf
-            merged = merge(self.config, catalogue_file.load(), store, links=True, notes_plan=True)
+            catalogue = catalogue_file.load()
+            merged = merge(self.config, catalogue, store, links=True, notes_plan=True)
             rows_of: dict[str, list[Placement]] = {}
             for row in merged.page.rows:
                 if row.zotero_key:
                     rows_of.setdefault(row.zotero_key, []).append(row)
-            shelf = _Shelf(made_from, merged.page, frozenset(merged.plan.notes), rows_of)
+            curated = tuple(curated_placements(catalogue, merged.reconciliation.matches))
+            shelf = _Shelf(made_from, merged.page, frozenset(merged.plan.notes), curated, rows_of)
             self._shelf = shelf
             return shelf
 
