@@ -9,6 +9,8 @@ Then, with the MCP SDK's own client (`ClientSession` over `stdio_client`), the s
 assistant starts it (`zotsync mcp --config …`, a real subprocess):
 
 - start to `initialize`: from spawning the server to its answer to `initialize`, the median of --starts;
+  beside it, for information, the same for the SDK's own empty server (`MCPServer` with no tool): most
+  of the start is the SDK's import;
 - `search` p50 and p95 over --calls queries (words of the titles and abstracts, two-word queries, words
   found nowhere), and `get_paper` p50 and p95 over --calls papers, in one session after one unmeasured
   call of each (the first question makes the page: shown apart, for information).
@@ -74,12 +76,19 @@ def queries(regular: list[dict[str, Any]], n: int, rng: random.Random) -> list[s
     return made
 
 
-def parameters(config: Path) -> StdioServerParameters:
+# The SDK alone: a server with no tool, to show what of the start is the SDK's own import.
+EMPTY_SERVER = "from mcp.server import MCPServer; MCPServer('empty').run()"
+
+
+def parameters(config: Path | None) -> StdioServerParameters:
+    """`zotsync mcp --config config`; None: the SDK's empty server."""
+    if config is None:
+        return StdioServerParameters(command=sys.executable, args=["-c", EMPTY_SERVER])
     command = zotsync_command()
     return StdioServerParameters(command=command[0], args=[*command[1:], "mcp", "--config", str(config)])
 
 
-async def time_to_initialize(config: Path) -> float:
+async def time_to_initialize(config: Path | None) -> float:
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet:
         async with (
@@ -142,14 +151,18 @@ def main(argv: list[str] | None = None) -> int:
         asked = [("get_paper", {"key": key}) for key in keys]
         asked += [("search", {"query": q}) for q in queries(regular, options.calls + 1, rng)]
         rng.shuffle(asked)
-        starts = [anyio.run(time_to_initialize, config) for _ in range(options.starts)]
+        starts, empty = [], []
+        for _ in range(options.starts):  # in turn, so that both see the same load
+            starts.append(anyio.run(time_to_initialize, config))
+            empty.append(anyio.run(time_to_initialize, None))
         first, times = anyio.run(calls, config, asked)
     finally:
         if options.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
     start = statistics.median(starts)
     rows = [
-        Row("start to initialize (median)", f"{start:.2f} s", f"<= {START_GOAL:g} s", start <= START_GOAL)
+        Row("start to initialize (median)", f"{start:.2f} s", f"<= {START_GOAL:g} s", start <= START_GOAL),
+        Row("  the SDK alone: an empty server", f"{statistics.median(empty):.2f} s", "-", None),
     ]
     for tool in ("search", "get_paper"):
         measured = times[tool]

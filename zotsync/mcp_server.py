@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -201,6 +202,22 @@ class _UnknownArguments:
                 text = f"{name} takes no argument {', '.join(map(repr, unknown))}; it takes {allowed}"
                 return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         return await call_next(ctx)
+
+
+class _PrepareOnce:
+    """Once the client has initialized, make the page in a thread of its own, so that the first question
+    finds it made (it waits for it otherwise, as it would have made it itself)."""
+
+    def __init__(self, library: ask.Library) -> None:
+        self.library = library
+        self.started = False
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized" and not self.started:
+            self.started = True
+            threading.Thread(target=self.library.prepare, name="zotsync-page", daemon=True).start()
+        return result
 
 
 # -- what each tool is for, written for the model that chooses one -------------------------------------

@@ -13,6 +13,7 @@ the catalogue hold stays data: it is returned as values, never made part of an i
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from .. import fulltext
 from ..catalogue import CatalogueFile
 from ..config import Config
-from ..errors import ConfigError
+from ..errors import ConfigError, ZotsyncError
 from ..model import Item, PaperNotes, Placement
 from .stores import open_store
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 
 # The page, search and the exporters are imported by the answer that needs them: `zotsync mcp` answers
 # `initialize` sooner (bench/bench_mcp.py).
+
+log = logging.getLogger("zotsync")
 
 # The caps: the default suits a model's context; the most a caller may ask for.
 SEARCH_LIMIT, SEARCH_MOST = 10, 50
@@ -205,6 +208,14 @@ class Library:
         return page_text(head(rows[0]._replace(why=why), page_path(key), labels), found, labels)
 
     # -- the page, kept while nothing changed ------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Make the page now (in the background, while a client reads the tool list), so that the first
+        question does not wait for it; a store or catalogue that cannot be read is said by that question."""
+        try:
+            self._current()
+        except ZotsyncError as exc:
+            log.debug("the page is made at the first question: %s", exc)
 
     def _own_search(self, query: fulltext.Query, limit: int) -> list[IndexHit]:
         """`query` in an index of our own, made from the store read-only (`OwnIndex`) and kept while
