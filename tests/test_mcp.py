@@ -133,7 +133,7 @@ NOTED_OBJECTS = [
         date="2023",
         publicationTitle="OSDI",
         abstractNote="Tiles make kernels fast.",
-        tags=["read"],
+        tags=["read", "Tiling"],
     ),
     api_child("NQTEAAAA", "PAPERAAA", "note", title="", note=NOTE_HTML),
     api_pdf("PDFAAAAA", "PAPERAAA"),
@@ -264,6 +264,9 @@ def test_a_paper_with_notes_and_annotations_and_its_note_page(noted: Path) -> No
             "page": page.contents[0].text,
             "no page": await refused_resource(session, "zotsync://notes/PAPERBBB"),
             "list": await ask(session, "list_papers", category="Kernels", status="read"),
+            "tagged": await ask(session, "list_papers", tag="TILING"),
+            "of 2021": await ask(session, "list_papers", year=2021),
+            "of 1999": await ask(session, "list_papers", year=1999),
         }
 
     got = talk(noted, conversation)
@@ -292,6 +295,9 @@ def test_a_paper_with_notes_and_annotations_and_its_note_page(noted: Path) -> No
     assert got["page"] == written
     assert "PAPERBBB" in got["no page"]
     assert [row["zotero_key"] for row in got["list"]] == ["PAPERAAA"]
+    assert [row["zotero_key"] for row in got["tagged"]] == ["PAPERAAA"]
+    assert [row["zotero_key"] for row in got["of 2021"]] == ["PAPERBBB"]
+    assert got["of 1999"] == []
 
 
 async def refused_resource(session: ClientSession, uri: str) -> str:
