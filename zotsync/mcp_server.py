@@ -1,7 +1,7 @@
 """`zotsync mcp`: the reading list as a Model Context Protocol server (the official SDK, `mcp` on PyPI).
 
 The protocol's edge, as cli.py is the command line's: six tools and two resources, each a call into
-`app.ask.Library`, which reads the store read-only. Tool names, descriptions and the server's
+`app.ask.ReadingList`, which reads the store read-only. Tool names, descriptions and the server's
 instructions are this module's own words; what Zotero and the catalogue hold reaches the client only as
 JSON values inside a tool's result, never in a name or a description (docs/mcp.md lists those fields).
 
@@ -48,7 +48,7 @@ Key = Annotated[str, Field(description="A paper's Zotero key (8 characters), fro
 
 def build(config: Config) -> MCPServer[Any]:
     """The server for `config`'s reading list, its tools and resources registered."""
-    library = ask.Library(config)
+    reading_list = ask.ReadingList(config)
     server: MCPServer[Any] = MCPServer(
         "zotsync",
         title="zotsync reading list",
@@ -63,7 +63,7 @@ def build(config: Config) -> MCPServer[Any]:
             ask.SEARCH_LIMIT
         ),
     ) -> CallToolResult:
-        return _answer(lambda: library.search(query, limit))
+        return _answer(lambda: reading_list.search(query, limit))
 
     def get_paper(
         key: Key,
@@ -76,7 +76,7 @@ def build(config: Config) -> MCPServer[Any]:
             ),
         ] = ask.PAPER_CHARS,
     ) -> CallToolResult:
-        return _answer(lambda: library.get_paper(key, max_chars))
+        return _answer(lambda: reading_list.get_paper(key, max_chars))
 
     def list_papers(
         category: Annotated[
@@ -89,7 +89,7 @@ def build(config: Config) -> MCPServer[Any]:
             ask.LIST_LIMIT
         ),
     ) -> CallToolResult:
-        return _answer(lambda: library.list_papers(category, status, tag, year, limit))
+        return _answer(lambda: reading_list.list_papers(category, status, tag, year, limit))
 
     def get_fulltext(
         key: Key,
@@ -100,7 +100,7 @@ def build(config: Config) -> MCPServer[Any]:
             int, Field(ge=1, le=ask.FULLTEXT_MOST, description="At most this many characters of text.")
         ] = ask.FULLTEXT_CHARS,
     ) -> CallToolResult:
-        return _answer(lambda: library.get_fulltext(key, query, max_chars))
+        return _answer(lambda: reading_list.get_fulltext(key, query, max_chars))
 
     def related(
         key: Key,
@@ -108,10 +108,10 @@ def build(config: Config) -> MCPServer[Any]:
             ask.RELATED_LIMIT
         ),
     ) -> CallToolResult:
-        return _answer(lambda: library.related(key, limit))
+        return _answer(lambda: reading_list.related(key, limit))
 
     def categories() -> CallToolResult:
-        return _answer(library.categories)
+        return _answer(reading_list.categories)
 
     tools: dict[str, tuple[Callable[..., CallToolResult], str]] = {
         "search": (search, SEARCH),
@@ -135,7 +135,7 @@ def build(config: Config) -> MCPServer[Any]:
     )
     def note_page(key: str) -> str:
         try:
-            return library.note_page(key)
+            return reading_list.note_page(key)
         except ZotsyncError as exc:
             raise ResourceError(str(exc)) from None
 
@@ -145,7 +145,7 @@ def build(config: Config) -> MCPServer[Any]:
         description="The whole reading list as the Markdown page `sync` writes (can be long).",
         mime_type="text/markdown",
     )
-    def reading_list() -> str:
+    def the_page() -> str:
         from .app import page
 
         try:
@@ -168,7 +168,7 @@ def serve(config: Config, transport: Literal["stdio", "http"] = "stdio", port: i
 
 def _answer(ask_it: Callable[[], ask.Answer]) -> CallToolResult:
     """The answer as one JSON text block, and a second block saying what a cap left out; a question
-    the library cannot answer is a tool error in one line."""
+    the reading list cannot answer is a tool error in one line."""
     try:
         answer = ask_it()
     except ZotsyncError as exc:
@@ -208,15 +208,15 @@ class _PrepareOnce:
     """Once the client has initialized, make the page in a thread of its own, so that the first question
     finds it made (it waits for it otherwise, as it would have made it itself)."""
 
-    def __init__(self, library: ask.Library) -> None:
-        self.library = library
+    def __init__(self, reading_list: ask.ReadingList) -> None:
+        self.reading_list = reading_list
         self.started = False
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         result = await call_next(ctx)
         if ctx.method == "notifications/initialized" and not self.started:
             self.started = True
-            threading.Thread(target=self.library.prepare, name="zotsync-page", daemon=True).start()
+            threading.Thread(target=self.reading_list.prepare, name="zotsync-page", daemon=True).start()
         return result
 
 

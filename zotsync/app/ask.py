@@ -68,7 +68,7 @@ class _Shelf:
     rows_of: dict[str, list[Placement]] = field(default_factory=dict)
 
 
-class Library:
+class ReadingList:
     """The reading list and the store of `config`, answered from; safe to share between threads."""
 
     def __init__(self, config: Config) -> None:
@@ -117,7 +117,7 @@ class Library:
                 item = None
             if not rows and item is None:
                 raise AskError(f"no paper with the Zotero key {_shown(key)} in the library")
-            notes = store.paper_notes([key]) if key in shelf.noted or item is not None else {}
+            notes = store.paper_notes([key])
         paper = _paper(key, rows, item)
         budget = _Budget(max_chars)
         paper["abstract"] = budget.text("abstract", item.get("abstractNote") if item else "")
