@@ -343,6 +343,9 @@ def test_a_bad_question_is_a_tool_error_naming_it_and_the_server_answers_the_nex
         strict=True,
     ):
         assert named in error, error
+        assert "\n" not in error and "pydantic" not in error, error
+    assert errors[4] == "search: limit: Input should be greater than or equal to 1"
+    assert errors[9] == "get_paper: key: Field required"
     assert after == [{"name": "Kernels", "papers": 2, "read": 1, "unread": 1}]
 
 

@@ -11,7 +11,9 @@ Imported only by `zotsync mcp`: the SDK is an optional extra (`pip install 'zots
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
@@ -123,9 +125,8 @@ def build(config: Config) -> MCPServer[Any]:
     }
     for name, (function, description) in tools.items():
         server.add_tool(function, name=name, description=description, annotations=READ_ONLY)
-    server.middleware.append(
-        _UnknownArguments({n: set(inspect.signature(f).parameters) for n, (f, _) in tools.items()})
-    )
+    takes = {name: set(inspect.signature(function).parameters) for name, (function, _) in tools.items()}
+    server.middleware.append(_Arguments(takes))
 
     @server.resource(
         "zotsync://notes/{key}",
@@ -181,8 +182,9 @@ def _answer(ask_it: Callable[[], ask.Answer]) -> CallToolResult:
     return CallToolResult(content=content)
 
 
-class _UnknownArguments:
-    """Refuse a tool call with an argument the tool does not take, naming it (the SDK ignores one)."""
+class _Arguments:
+    """Refuse a tool call with an argument the tool does not take, naming it (the SDK ignores one), and
+    say a bad argument in one line (the SDK passes on pydantic's report, a paragraph with a link)."""
 
     def __init__(self, takes: Mapping[str, set[str]]) -> None:
         self.takes = takes
@@ -190,18 +192,41 @@ class _UnknownArguments:
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         params = ctx.params or {}
         name, arguments = params.get("name"), params.get("arguments")
-        if (
-            ctx.method == "tools/call"
-            and isinstance(name, str)
-            and name in self.takes
-            and isinstance(arguments, Mapping)
-        ):
+        if ctx.method != "tools/call" or not isinstance(name, str) or name not in self.takes:
+            return await call_next(ctx)
+        if isinstance(arguments, Mapping):
             unknown = sorted(str(each) for each in arguments if each not in self.takes[name])
             if unknown:
                 allowed = ", ".join(sorted(self.takes[name])) or "no argument"
                 text = f"{name} takes no argument {', '.join(map(repr, unknown))}; it takes {allowed}"
                 return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        return await call_next(ctx)
+        result = await call_next(ctx)
+        if isinstance(result, dict) and result.get("isError"):
+            for block in result.get("content") or ():
+                if isinstance(block, dict) and isinstance(block.get("text"), str):
+                    block["text"] = _one_line(block["text"])
+        return result
+
+
+# pydantic's report as the SDK words it: the tool, the count, then per argument its name on a line of
+# its own and the problem, indented, with its type and the input in brackets.
+_INVALID = re.compile(r"Error executing tool (\S+): \d+ validation errors? for \S+\n(.*)", re.S)
+
+
+def _one_line(text: str) -> str:
+    """`search: limit: Input should be greater than or equal to 1` for pydantic's report of it; any
+    other text as it is."""
+    found = _INVALID.fullmatch(text)
+    if found is None:
+        return text
+    tool, report = found.groups()
+    lines = report.splitlines()
+    problems = [
+        f"{name}: {problem.strip().split(' [type=')[0]}"
+        for name, problem in itertools.pairwise(lines)
+        if not name.startswith(" ") and problem.startswith("  ") and not problem.startswith("   ")
+    ]
+    return f"{tool}: {'; '.join(problems)}" if problems else text
 
 
 class _PrepareOnce:
