@@ -127,6 +127,7 @@ def build(config: Config) -> MCPServer[Any]:
         server.add_tool(function, name=name, description=description, annotations=READ_ONLY)
     takes = {name: set(inspect.signature(function).parameters) for name, (function, _) in tools.items()}
     server.middleware.append(_Arguments(takes))
+    server.middleware.append(_PrepareOnce(reading_list))
 
     @server.resource(
         "zotsync://notes/{key}",
