@@ -28,6 +28,7 @@ from pydantic import Field
 from .app import ask
 from .config import Config
 from .errors import ZotsyncError
+from .text import json_safe
 from .version import __version__
 
 INSTRUCTIONS = """\
@@ -175,9 +176,9 @@ def _answer(ask_it: Callable[[], ask.Answer]) -> CallToolResult:
         answer = ask_it()
     except ZotsyncError as exc:
         raise ToolError(str(exc)) from None
-    content: list[ContentBlock] = [
-        TextContent(type="text", text=json.dumps(answer.value, ensure_ascii=False))
-    ]
+    # the JSON the command line writes: a bidi override or line separator in a title is an escape
+    text = json_safe(json.dumps(answer.value, ensure_ascii=False))
+    content: list[ContentBlock] = [TextContent(type="text", text=text)]
     if answer.cut:
         content.append(TextContent(type="text", text=f"cut: {answer.cut}"))
     return CallToolResult(content=content)
