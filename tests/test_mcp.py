@@ -5,6 +5,7 @@ its end when stdin closes, the HTTP transport on 127.0.0.1, and the snippets doc
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import json
@@ -56,6 +57,13 @@ async def connected(parameters: StdioServerParameters) -> AsyncIterator[ClientSe
             yield session
 
 
+def run_apart(function: Callable[[], Awaitable[T]]) -> T:
+    """`anyio.run(function)` in a thread of its own: the browser tests' Playwright keeps an event loop
+    running in the main thread for the whole session, and anyio refuses to start a second one there."""
+    with concurrent.futures.ThreadPoolExecutor(1) as apart:
+        return apart.submit(anyio.run, function).result()
+
+
 def talk(config: Path, conversation: Callable[[ClientSession], Awaitable[T]]) -> T:
     """Start the server for `config`, initialize, hold `conversation`, and stop it."""
 
@@ -63,7 +71,7 @@ def talk(config: Path, conversation: Callable[[ClientSession], Awaitable[T]]) ->
         async with connected(server_command(config)) as session:
             return await conversation(session)
 
-    return anyio.run(run)
+    return run_apart(run)
 
 
 async def ask(session: ClientSession, tool: str, **arguments: Any) -> Any:
@@ -541,7 +549,7 @@ def test_the_http_transport_serves_on_127_0_0_1_only(noted: Path) -> None:
                 names = {tool.name for tool in (await session.list_tools()).tools}
                 return names, await ask(session, "categories")
 
-        names, categories = anyio.run(conversation)
+        names, categories = run_apart(conversation)
         assert names == TOOLS and categories[0]["name"] == "Kernels"
         address = outward_address()
         if address is not None:
@@ -609,5 +617,5 @@ def test_the_configuration_docs_give_starts_a_server_that_answers(client: str, n
                 session, "categories"
             )
 
-    names, categories = anyio.run(run)
+    names, categories = run_apart(run)
     assert names == TOOLS and categories[0]["name"] == "Kernels"
