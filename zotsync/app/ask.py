@@ -13,26 +13,26 @@ the catalogue hold stays data: it is returned as values, never made part of an i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .. import fulltext
-from ..catalogue import CatalogueFile
-from ..config import Config
 from ..errors import ConfigError, ZotsyncError
-from ..model import Item, PaperNotes, Placement
-from .stores import open_store
 
 if TYPE_CHECKING:
+    from .. import fulltext
+    from ..config import Config
     from ..export import Page
+    from ..model import Item, PaperNotes, Placement
+    from ..store import Store
     from ..store.ownindex import OwnIndex
     from ..store.searchindex import Curated, IndexHit
 
-# The page, search and the exporters are imported by the answer that needs them: `zotsync mcp` answers
-# `initialize` sooner (bench/bench_mcp.py).
+# The store, the catalogue, the page, search and the exporters are imported by the first answer that
+# needs them, not at start: `zotsync mcp` answers `initialize` sooner (bench/bench_mcp.py).
 
 log = logging.getLogger("zotsync")
 
@@ -83,6 +83,8 @@ class ReadingList:
     def search(self, text: str, limit: int = SEARCH_LIMIT) -> Answer:
         """The hits of `zotsync search --format json`, best first, at most `limit`."""
         limit = _within("limit", limit, SEARCH_MOST)
+        from .. import fulltext
+
         if len(text) > fulltext.MAX_QUERY:
             raise AskError(f"query is {len(text)} characters long; at most {fulltext.MAX_QUERY}")
         query = fulltext.parse_query(text)
@@ -90,7 +92,7 @@ class ReadingList:
             raise AskError("query has no word to look for (only spaces and punctuation)")
         from .search import hits_of, indexed_hits
 
-        with open_store(self.config, readonly=True) as store:
+        with _read_only(self.config) as store:
             if store.search_index:
                 hits = indexed_hits(store, query, limit + 1)
             else:  # nobody ran `zotsync search` yet, which builds it: an index of our own, in memory
@@ -111,7 +113,7 @@ class ReadingList:
         max_chars = _within("max_chars", max_chars, PAPER_MOST)
         shelf = self._current()
         rows = shelf.rows_of.get(key, [])
-        with open_store(self.config, readonly=True) as store:
+        with _read_only(self.config) as store:
             item = next(iter(store.items_with_keys([key])), None)
             if item is not None and (not item.is_regular or item.deleted):
                 item = None
@@ -121,7 +123,7 @@ class ReadingList:
         paper = _paper(key, rows, item)
         budget = _Budget(max_chars)
         paper["abstract"] = budget.text("abstract", item.get("abstractNote") if item else "")
-        found = notes.get(key, PaperNotes())
+        found = notes.get(key) or _no_notes()
         labels = shelf.page.labels
         paper["notes"] = budget.text("notes", _notes_markdown(found, labels.image))
         paper["annotations"] = budget.listed("annotations", _annotations(found))
@@ -199,7 +201,7 @@ class ReadingList:
         rows = shelf.rows_of.get(key, [])
         found = None
         if rows:
-            with open_store(self.config, readonly=True) as store:
+            with _read_only(self.config) as store:
                 found = store.paper_notes([key]).get(key)
         if not found:
             raise AskError(f"no note page for the Zotero key {_shown(key)}: no paper on the list with notes")
@@ -234,11 +236,12 @@ class ReadingList:
             return index.search(query, limit)
 
     def _current(self) -> _Shelf:
+        from ..catalogue import CatalogueFile
         from .page import merge
         from .search import curated_placements
 
         catalogue_file = CatalogueFile.read(self.config.catalog, self.config.path)
-        with self._lock, open_store(self.config, readonly=True) as store:
+        with self._lock, _read_only(self.config) as store:
             state = store.sync_state
             made_from = (catalogue_file.digest, state.content_generation, state.library_version)
             shelf = self._shelf
@@ -258,10 +261,23 @@ class ReadingList:
     def _known(self, key: str) -> None:
         if key in self._current().rows_of:
             return
-        with open_store(self.config, readonly=True) as store:
+        with _read_only(self.config) as store:
             item = next(iter(store.items_with_keys([key])), None)
         if item is None or not item.is_regular or item.deleted:
             raise AskError(f"no paper with the Zotero key {_shown(key)} in the library")
+
+
+def _read_only(config: Config) -> contextlib.AbstractContextManager[Store]:
+    """The store, opened read-only for one answer (`open_store`)."""
+    from .stores import open_store
+
+    return open_store(config, readonly=True)
+
+
+def _no_notes() -> PaperNotes:
+    from ..model import PaperNotes
+
+    return PaperNotes()
 
 
 def _within(name: str, value: int, most: int) -> int:
