@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -480,7 +481,7 @@ def test_the_server_ends_when_stdin_closes(noted: Path) -> None:
         [sys.executable, "-m", "zotsync", "mcp", "--config", str(noted)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         assert server.stdin is not None and server.stdout is not None
@@ -490,6 +491,10 @@ def test_the_server_ends_when_stdin_closes(noted: Path) -> None:
         assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "zotsync"
         server.stdin.close()
         assert server.wait(timeout=20) == 0
+        assert server.stderr is not None  # what it said: one line, once (not again through the SDK's log)
+        assert server.stderr.read().decode().splitlines() == [
+            f"zotsync: serving {noted} over MCP on stdin/stdout, read-only, until stdin closes"
+        ]
     finally:
         if server.poll() is None:
             server.kill()
@@ -559,6 +564,23 @@ def test_the_http_transport_serves_on_127_0_0_1_only(noted: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def test_a_port_in_use_is_one_line_and_exit_1(noted: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = ["mcp", "--config", str(noted), "--transport", "http", "--port", str(port)]
+        done = subprocess.run(
+            [sys.executable, "-m", "zotsync", *command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()  # the OS's words for it: "Address already in use" on Linux
+    assert line == f"zotsync: error: cannot serve on 127.0.0.1:{port}: {os.strerror(errno.EADDRINUSE)}"
 
 
 def test_without_the_sdk_the_command_says_how_to_install_it(noted: Path, run, monkeypatch) -> None:
