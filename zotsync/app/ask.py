@@ -113,7 +113,7 @@ class ReadingList:
         max_chars = _within("max_chars", max_chars, PAPER_MOST)
         shelf = self._current()
         rows = shelf.rows_of.get(key, [])
-        with _read_only(self.config) as store:
+        with _read_only(self.config) as store, store.one_read():
             item = next(iter(store.items_with_keys([key])), None)
             if item is not None and (not item.is_regular or item.deleted):
                 item = None
@@ -241,7 +241,7 @@ class ReadingList:
         from .search import curated_placements
 
         catalogue_file = CatalogueFile.read(self.config.catalog, self.config.path)
-        with self._lock, _read_only(self.config) as store:
+        with self._lock, _read_only(self.config) as store, store.one_read():
             state = store.sync_state
             made_from = (catalogue_file.digest, state.content_generation, state.library_version)
             shelf = self._shelf

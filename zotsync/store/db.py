@@ -580,6 +580,16 @@ class Store:
         items = tuple(items_of(self._db.execute("SELECT * FROM items ORDER BY key"), known, library))
         return Library(items, collections, state.library_version, *library, state.library_url)
 
+    @contextlib.contextmanager
+    def one_read(self) -> Iterator[None]:
+        """Every read inside sees the same commit, however a pull commits meanwhile (a reader beside a
+        sync: `zotsync mcp`). Not around a method that opens a transaction of its own (`search`)."""
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
+
     @store_errors
     def items_with_keys(self, keys: Iterable[str]) -> list[Item]:
         """The items of `keys` the store holds, each with every stored field (one paper's abstract,
