@@ -592,6 +592,20 @@ def test_without_the_sdk_the_command_says_how_to_install_it(noted: Path, run, mo
     ]
 
 
+def test_an_sdk_before_2_is_named_in_one_line(noted: Path, run, monkeypatch) -> None:
+    import types
+
+    monkeypatch.setitem(sys.modules, "mcp.server", types.ModuleType("mcp.server"))  # 1.x: no MCPServer
+    monkeypatch.delitem(sys.modules, "zotsync.mcp_server", raising=False)
+    result = run("--config", str(noted), "mcp")
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert line.startswith(
+        "zotsync: error: zotsync mcp needs the MCP SDK 2.3 or later: pip install 'zotsync[mcp]'"
+    )
+    assert "MCPServer" in line
+
+
 def test_importing_zotsync_does_not_import_the_sdk() -> None:
     probe = "import sys, zotsync, zotsync.cli; print('mcp' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
