@@ -277,6 +277,9 @@ def test_a_paper_with_notes_and_annotations_and_its_note_page(noted: Path) -> No
             "tagged": await ask(session, "list_papers", tag="TILING"),
             "of 2021": await ask(session, "list_papers", year=2021),
             "of 1999": await ask(session, "list_papers", year=1999),
+            "categories": await ask(session, "categories"),
+            "fulltext": await refused(session, "get_fulltext", key="PAPERAAA", query="tiles", max_chars=100),
+            "related": await refused(session, "related", key="PAPERAAA", limit=3),
         }
 
     got = talk(noted, conversation)
@@ -309,6 +312,8 @@ def test_a_paper_with_notes_and_annotations_and_its_note_page(noted: Path) -> No
     assert [row["zotero_key"] for row in got["tagged"]] == ["PAPERAAA"]
     assert [row["zotero_key"] for row in got["of 2021"]] == ["PAPERBBB"]
     assert got["of 1999"] == []
+    assert got["categories"] == [{"name": "Kernels", "papers": 2, "read": 1, "unread": 1}]
+    assert "full text is not pulled" in got["fulltext"] and "search by meaning is not on" in got["related"]
 
 
 async def refused_resource(session: ClientSession, uri: str) -> str:
