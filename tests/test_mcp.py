@@ -392,7 +392,9 @@ def test_every_answer_is_capped_and_says_what_it_cut(noted: Path) -> None:
 
 def test_the_server_writes_nothing_and_takes_no_lock(noted: Path) -> None:
     folder = noted.parent
-    watched = [folder / "store.sqlite", folder / "catalog.yaml", folder / "library.json", folder / "out"]
+    store = folder / "store.sqlite"
+    # the store and its -wal (its -shm is where every reader, read-only too, takes its read locks)
+    watched = [store, Path(f"{store}-wal"), folder / "catalog.yaml", folder / "library.json", folder / "out"]
     lock = folder / "store.sqlite.lock"
 
     def state() -> dict[str, Any]:
