@@ -418,6 +418,41 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str) 
     state.say(search.summary(hits, limit))
 
 
+@cli.command("mcp")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: on stdin/stdout, as an assistant starts it; http: streamable HTTP on 127.0.0.1.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(min=1, max=65535),
+    default=8000,
+    show_default=True,
+    metavar="N",
+    help="With --transport http: the port on 127.0.0.1.",
+)
+@pass_state
+def mcp_command(state: _State, transport: str, port: int) -> None:
+    """Serve the reading list to an AI assistant over the Model Context Protocol (MCP), read-only: search,
+    papers with their notes and annotations, categories. Needs the `mcp` extra."""
+    import importlib.util
+
+    config = state.config  # a config problem is exit 2 before anything is served
+    if importlib.util.find_spec("mcp") is None:
+        raise click.UsageError("zotsync mcp needs the MCP SDK: pip install 'zotsync[mcp]'")
+    try:
+        from . import mcp_server
+    except ImportError as exc:  # an SDK before 2 (FastMCP, no MCPServer)
+        raise click.UsageError(
+            f"zotsync mcp needs the MCP SDK 2.3 or later: pip install 'zotsync[mcp]' ({exc})"
+        ) from None
+
+    mcp_server.serve(config, "http" if transport == "http" else "stdio", port)
+
+
 @cli.command("init")
 @click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(

@@ -23,7 +23,7 @@ from .. import fulltext, normalize
 from ..catalogue import CatalogueFile
 from ..config import Config
 from ..errors import ConfigError, StoreError
-from ..model import Catalogue, Library
+from ..model import Catalogue, Collection, Library
 from ..reconcile import UNFILED, MatchResult, match
 from ..store import Store, exclusive_lock, searchindex
 from ..store.searchindex import Curated, IndexHit
@@ -145,6 +145,20 @@ def _found(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:
     hits = store.search(query, limit)
     paths = Library(collections=store.collections()).collection_paths() if hits else {}
     return [_hit(query, hit, paths) for hit in hits]
+
+
+def indexed_hits(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:
+    """`search` in the index as the last sync or search left it, writing nothing (for a reader that may
+    not bring it up to date: `zotsync mcp`, beside a running sync)."""
+    return _found(store, query, limit)
+
+
+def hits_of(
+    query: fulltext.Query, found: Sequence[IndexHit], collections: Sequence[Collection]
+) -> list[SearchHit]:
+    """What `search` shows of the papers an index `found` (a reader's own index: `store.ownindex`)."""
+    paths = Library(collections=tuple(collections)).collection_paths() if found else {}
+    return [_hit(query, hit, paths) for hit in found]
 
 
 def _hit(query: fulltext.Query, hit: IndexHit, paths: dict[str, str]) -> SearchHit:

@@ -608,6 +608,30 @@ class Store:
         items = tuple(items_of(self._db.execute("SELECT * FROM items ORDER BY key"), known, library))
         return Library(items, collections, state.library_version, *library, state.library_url)
 
+    @contextlib.contextmanager
+    def one_read(self) -> Iterator[None]:
+        """Every read inside sees the same commit, however a pull commits meanwhile (a reader beside a
+        sync: `zotsync mcp`). Not around a method that opens a transaction of its own (`search`)."""
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
+
+    @store_errors
+    def items_with_keys(self, keys: Iterable[str]) -> list[Item]:
+        """The items of `keys` the store holds, each with every stored field (one paper's abstract,
+        without loading the library)."""
+        wanted = sorted(set(keys))
+        state = self.sync_state
+        found: list[Item] = []
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start : start + 500]
+            marks = ", ".join("?" * len(batch))
+            rows = self._db.execute(f"SELECT * FROM items WHERE key IN ({marks})", batch)
+            found += items_of(rows, known=None, library=(state.library_type, state.library_id))
+        return found
+
     @store_errors
     def collections(self) -> tuple[Collection, ...]:
         return self._collections()
