@@ -75,7 +75,7 @@ def test_every_row_of_the_decision_table(tmp_path: Path) -> None:
     assert made.digest == hashlib.sha256(b"new note\n").hexdigest()
 
     shown = preview(plan)
-    done = apply_writes(plan, known)
+    done = apply_writes(plan, known, folder)
     assert [(str(p), w) for p, w in shown.written] == [(str(p), w) for p, w in done.written]
     assert shown.removed == done.removed == [folder / "notes/GONEGONE.md"]
     assert set(shown.records) == set(done.records)
