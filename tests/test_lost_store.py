@@ -55,7 +55,9 @@ class Runner:
     """One run of the workflow's sync job on a fresh runner: a clone of the remote in the runner's one
     workspace, and no store unless the cache gives one (`cached`: the store the last run left)."""
 
-    def __init__(self, steps: dict[str, str], remote: Path, folder: Path, cached: bytes | None) -> None:
+    def __init__(
+        self, steps: dict[str, tuple[str, dict[str, str]]], remote: Path, folder: Path, cached: bytes | None
+    ) -> None:
         self.steps, self.folder = steps, folder
         if folder.parent.exists():
             shutil.rmtree(folder.parent)
@@ -73,8 +75,12 @@ class Runner:
         return (self.folder / "store.sqlite").read_bytes()
 
     def run(self, name: str) -> int:
+        script, named = self.steps[name]
+        # What the workflow's env: names, as GitHub passes it (an expression such as a secret: empty here)
+        given = {key: "" if "${{" in str(value) else str(value) for key, value in named.items()}
         env = {
             **os.environ,
+            **given,
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # zotsync, mkdocs
             "GITHUB_OUTPUT": str(self.outputs),
             "RUNNER_TEMP": str(self.temp),
@@ -85,7 +91,7 @@ class Runner:
         if name == "Sync":
             self.outputs.write_text("", encoding="utf-8")
         done = subprocess.run(
-            ["bash", "-e", "-c", self.steps[name]],
+            ["bash", "-e", "-c", script],
             cwd=self.folder,
             env=env,
             capture_output=True,
@@ -129,7 +135,10 @@ def test_a_lost_store_keeps_the_feed_and_follows_note_edits(run, monkeypatch, tm
     written = run("--config", str(config), "schedule", "github", "--pages")
     assert written.code == 0, written.err
     workflow: dict[str, Any] = yaml.safe_load((origin / WORKFLOW).read_text(encoding="utf-8"))
-    steps = {s["name"]: s["run"] for s in workflow["jobs"]["sync"]["steps"] if "run" in s}
+    job = workflow["jobs"]["sync"]
+    steps = {
+        s["name"]: (s["run"], {**job.get("env", {}), **s.get("env", {})}) for s in job["steps"] if "run" in s
+    }
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     git(origin, "init", "-q", "-b", "main")

@@ -193,6 +193,24 @@ def test_no_published_file_names_an_excluded_collection_or_a_hidden_tag(
     assert "Compilers" in files["catalog.csv"] and "gpu" in files["tags.md"]
 
 
+def test_a_change_of_the_exclusions_is_said_without_the_names_it_holds(
+    tmp_path: Path, run, services: MetadataServer
+) -> None:
+    """CHANGES.md says under Settings that `exclude_collections` changed and what that did to the page,
+    but not which collections it names; the manifest beside the exports leaves the exclusions out."""
+    config = Path(lab(tmp_path, services))
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("exclude_collections: [Inbox, Private]", "exclude_collections: [Inbox]"))
+    assert run("-q", "--config", str(config), "sync").code == 0
+    config.write_text(text, encoding="utf-8")  # Private joins the exclusions
+    assert run("-q", "--config", str(config), "sync").code == 0
+    changes = (tmp_path / "exports" / "CHANGES.md").read_text(encoding="utf-8")
+    assert "`exports.exclude_collections`: 1 name (not shown) → 2 names (not shown)" in changes
+    for name, published_text in published(tmp_path / "exports").items():
+        for private in (*PRIVATE_WORDS, SECRET, INBOX, DRAFT):
+            assert private not in published_text, f"{name} names {private!r}"
+
+
 # -- answers are kept as they arrive ------------------------------------------------------------------
 
 

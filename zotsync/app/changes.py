@@ -39,6 +39,37 @@ EARLIER_DEFAULTS: Settings = {
 }
 
 
+# The settings that name the owner's private collections and tags: CHANGES.md says that they changed and
+# how many names they hold, never the names; the manifest published beside the exports leaves them out
+# (a store that takes it over reads them from its own config).
+PRIVATE_SETTINGS = ("exports.exclude_collections", "exports.exclude_tags")
+
+
+def public_settings(stored: str | None) -> str | None:
+    """The remembered settings (JSON, as `page_changes` makes them) without the private ones."""
+    try:
+        found = json.loads(stored) if stored else None
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    shown = {name: value for name, value in found.items() if name not in PRIVATE_SETTINGS}
+    return json.dumps(shown, ensure_ascii=False, sort_keys=True)
+
+
+def _shown(change: tuple[str, str, str], old: Settings, new: Settings) -> tuple[str, str, str]:
+    """A setting change as CHANGES.md shows it: a private one as the number of names it holds."""
+    name = change[0]
+    if name not in PRIVATE_SETTINGS:
+        return change
+    return (name, _names(old.get(name, [])), _names(new.get(name, [])))
+
+
+def _names(value: list[str] | str) -> str:
+    count = len(value) if isinstance(value, list) else int(bool(value))
+    return f"{count} name{'' if count == 1 else 's'} (not shown)"
+
+
 def changes_path(config: Config) -> Path:
     return config.exports.dir / "CHANGES.md"
 
@@ -136,6 +167,7 @@ def page_changes(
             before = digest.rows_of(placements)
             found, fresh = digest.diff_and_news(previous, placements, when, before)
             changed, effect = digest.setting_change(old, settings, before, current)
+            changed = tuple(_shown(change, old, settings) for change in changed)
             found = (
                 dataclasses.replace(found or digest.Digest(), settings=changed, settings_effect=effect)
                 or None

@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ExportError
 from ..outputs import FileRecord, read_regular, write_atomically
 from ..store import Store
+from .changes import public_settings
 
 log = logging.getLogger("zotsync")
 
@@ -42,7 +43,7 @@ def write_manifest(folder: Path, store: Store, dry_run: bool = False) -> None:
     manifest = {
         "zotsync": FORMAT,
         "files": dict(sorted(files.items())),
-        "settings": state.page_settings,
+        "settings": public_settings(state.page_settings),  # never the names of private collections
         "rows": store.catalogue_rows(),
         "feed": store.feed_entries(),
     }
