@@ -108,7 +108,7 @@ def test_the_guide_s_format_plugin_is_written_by_sync(project: Path, plugins: Pa
     # the plugin's lines are the page's rows, in order, under their categories
     assert [line for line in shelf if line.startswith("[")] == [
         f"[{'x' if row['status'] == 'read' else ' '}] {row['title']}"
-        + (f" ({row['venue']} {row['year']})" if row["venue"] else "")
+        + (f" ({row['venue']})" if row["venue"] else "")
         for row in rows
     ]
     assert [line for line in shelf if line.startswith("==")] == [

@@ -53,3 +53,21 @@ def test_many_note_pages_are_one_line_and_named_with_verbose(tmp_path: Path, run
     assert verbose.code == 0, verbose.err
     named = [line for line in verbose.err.splitlines() if line.startswith(f"wrote {notes}")]
     assert len(named) == PAPERS
+
+
+def test_a_file_a_sync_removes_is_said(tmp_path: Path, run) -> None:
+    """A format taken out of exports.formats loses its file, and note pages go with `notes: false`: the
+    sync says so, as it says what it wrote (before, the file went without a word)."""
+    config = project(tmp_path)
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text.replace("notes: true}", "notes: true, formats: [md, csv, html]}"), encoding="utf-8"
+    )
+    assert run("--config", str(config), "sync").code == 0
+    config.write_text(text.replace("notes: true}", "notes: false, formats: [md, csv]}"), encoding="utf-8")
+    result = run("--config", str(config), "sync")
+    assert result.code == 0, result.err
+    lines = result.err.splitlines()
+    assert f"removed {tmp_path / 'out' / 'catalog.html'}" in lines
+    assert f"removed {PAPERS} files in {tmp_path / 'out' / 'notes'}{os.sep}" in lines
+    assert not (tmp_path / "out" / "catalog.html").exists()

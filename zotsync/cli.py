@@ -200,14 +200,12 @@ def pull_command(state: _State, full: bool, force: bool, dry_run: bool, as_json:
     if as_json:
         click.echo(json_safe(json.dumps(report.to_dict(dry_run), ensure_ascii=False)))
     state.say(("dry run: " if dry_run else "") + report.summary(), log_only=as_json)
-    return _said_plan(state, report.stopped, [], as_json) if dry_run else 0
+    return _said_plan(state, report.stopped, as_json) if dry_run else 0
 
 
-def _said_plan(state: _State, stopped: str, removed: Sequence[Path], as_json: bool) -> int:
-    """The end of a dry run's text: what it would delete, and whether the safety valve would stop it
-    (then the real run's exit code, 1)."""
-    for path in removed:
-        state.say(f"would remove {path}", log_only=as_json)
+def _said_plan(state: _State, stopped: str, as_json: bool) -> int:
+    """The end of a dry run's text: whether the safety valve would stop it (then the real run's exit
+    code, 1)."""
     if stopped:
         state.say(f"the safety valve would stop the real run: {stopped}", log_only=as_json)
     state.say("dry run: nothing was written", log_only=as_json)
@@ -254,10 +252,12 @@ def sync_command(
         click.echo(json_safe(json.dumps(result.to_dict(time.monotonic() - started), ensure_ascii=False)))
     state.say(("dry run: " if dry_run else "") + result.pull.summary(), log_only=as_json)
     _say_files(state, result.written, "would write" if dry_run else "wrote", as_json)
+    removed = [(path, True) for path in result.removed]  # a format or a note page that went
+    _say_files(state, removed, "would remove" if dry_run else "removed", as_json)
     if dry_run:
         if result.due:
             state.say(f"would run: {', '.join(result.due)}", log_only=as_json)
-        code = _said_plan(state, result.pull.stopped, result.removed, as_json)
+        code = _said_plan(state, result.pull.stopped, as_json)
         return code or (3 if exit_code and result.changed else 0)  # as the real run would
     return 3 if exit_code and result.changed else 0
 

@@ -440,7 +440,8 @@ def all_sections(plugins: bool = True) -> dict[str, type]:
 
 
 def _key(cls: type, name: str) -> Key:
-    return next(f.metadata["key"] for f in dataclasses.fields(cls) if f.name == name)
+    key: Key = next(f.metadata["key"] for f in dataclasses.fields(cls) if f.name == name)
+    return key
 
 
 def _keys_of(cls: type) -> list[str]:
