@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import socket
 import sqlite3
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -72,6 +75,21 @@ def api_collection(
         "relations": {},
     }
     return {"key": key, "version": version, "library": LIBRARY, "links": {}, "meta": {}, "data": data}
+
+
+def mkdocs_build(folder: Path, site: Path, timeout: float = 600) -> Path:
+    """`mkdocs build --strict` of the site whose mkdocs.yml is in `folder`, into `site`, as a Pages
+    workflow builds it; the build must pass."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return site
 
 
 def write_json(path: Path, objects: list[dict[str, Any]]) -> Path:

@@ -6,7 +6,6 @@ a huge note costs bounded memory."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from factories import ZOTERO_API_KEY, api_child, api_item, api_pdf
+from factories import ZOTERO_API_KEY, api_child, api_item, api_pdf, mkdocs_build
 from test_note_pages import (
     annotation,
     csv_rows,
@@ -192,15 +191,7 @@ def test_a_relative_link_in_a_note_is_text_and_the_site_builds_strict(tmp_path: 
     assert "https://example.org/ok" in links
     assert not [link for link in links if not re.match(r"(https?|mailto|zotero|doi):", link)], links
     assert "the figure (figure1.png)" in page and "the results (\\#results)" in page
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "html")],
-        cwd=site,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert built.returncode == 0, built.stderr[-2000:]
+    mkdocs_build(site, tmp_path / "html")
     html = (tmp_path / "html" / "list" / "notes" / "PAPERAAA" / "index.html").read_text(encoding="utf-8")
     hrefs = re.findall(r'<a href="([^"]*)"[^>]*>(?:the figure|the results|a script|a host|the web)<', html)
     assert hrefs == ["https://example.org/ok"], hrefs

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -19,9 +17,8 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 import pytest
-from factories import PUBLISHED_SETTINGS, RealisticLibrary, realistic_library, write_site
+from factories import PUBLISHED_SETTINGS, RealisticLibrary, mkdocs_build, realistic_library, write_site
 
-MKDOCS = [sys.executable, "-m", "mkdocs"]
 # The page before: the defaults (the whole library, zotero:// links, venues whole), in the same site.
 BEFORE_SETTINGS = "  sortable: false\n"
 AFTER_SETTINGS = PUBLISHED_SETTINGS
@@ -36,15 +33,7 @@ def build(run, folder: Path, library: RealisticLibrary, settings: str) -> Path:
     config = write_site(folder, library, settings)
     result = run("-q", "--config", str(config), "sync")
     assert result.code == 0, result.err
-    done = subprocess.run(
-        [*MKDOCS, "build", "--strict", "--site-dir", str(folder / "site")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    mkdocs_build(folder, folder / "site")
     return folder / "site"
 
 

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import posixpath
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 import feedparser
 import pytest
-from factories import PUBLISHED_SETTINGS, SITE_CONFIG, realistic_library, write_realistic_project, write_site
+from factories import (
+    PUBLISHED_SETTINGS,
+    SITE_CONFIG,
+    mkdocs_build,
+    realistic_library,
+    write_realistic_project,
+    write_site,
+)
 from markdown_it import MarkdownIt
 
 SITE_URL = "https://lab.example.org/papers/"  # where the test's site says it is published
@@ -148,15 +152,7 @@ def built_site(run, folder: Path, directory_urls: bool, split: str) -> Path:
     sync(run, config)
     add_a_paper_with_a_note(folder)
     sync(run, config)
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder / "site")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    mkdocs_build(folder, folder / "site")
     return folder / "site"
 
 

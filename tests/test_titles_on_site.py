@@ -9,13 +9,10 @@ with `mkdocs build --strict` and Material, and every page of it opened in Chromi
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from factories import api_child, api_collection, api_item, snapshot_project
+from factories import api_child, api_collection, api_item, mkdocs_build, snapshot_project
 
 from zotsync.export.mdtext import heading
 
@@ -84,15 +81,7 @@ def build_site(run, folder: Path) -> Path:
     (folder / "docs" / "index.md").write_text(
         "# Titles\n\n[The list](list/catalog.md) · [On one page](whole/catalog.md)\n", encoding="utf-8"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder / "site")],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    mkdocs_build(folder, folder / "site")
     return folder / "site"
 
 
