@@ -77,6 +77,34 @@ def api_collection(
     return {"key": key, "version": version, "library": LIBRARY, "links": {}, "meta": {}, "data": data}
 
 
+def api_annotation(key: str, attachment: str, text: str, sort_index: str, **fields: str) -> dict[str, Any]:
+    """A highlight in the PDF `attachment`, as the Web API gives it (`fields` override)."""
+    data = {
+        "annotationType": "highlight",
+        "annotationText": text,
+        "annotationComment": "",
+        "annotationColor": "#ffd400",
+        "annotationPageLabel": "1",
+        "annotationSortIndex": sort_index,
+        "annotationPosition": "{}",
+        **fields,
+    }
+    return api_child(key, attachment, "annotation", title="", **data)
+
+
+def pip_install(package: Path, target: Path) -> None:
+    """`pip install` a package (a folder or a wheel) into `target`, with no registry and no dependency
+    (the test extras bring setuptools to build a folder)."""
+    offline = ["--no-deps", "--no-build-isolation", "--no-index"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", *offline, "--target", str(target), str(package)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def mkdocs_build(folder: Path, site: Path, timeout: float = 600) -> Path:
     """`mkdocs build --strict` of the site whose mkdocs.yml is in `folder`, into `site`, as a Pages
     workflow builds it; the build must pass."""

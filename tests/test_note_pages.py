@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, write_config
-from factories import api_child, api_item, api_pdf, config_of, write_json
+from factories import api_annotation, api_child, api_item, api_pdf, config_of, write_json
 from markdown_it import MarkdownIt
 from zotero_server import FakeLibrary
 from zotero_sqlite import GROUP_ID, GROUP_LIBRARY, ZoteroDB
@@ -30,20 +30,6 @@ NOTE_HTML = (
 )
 
 
-def annotation(key: str, attachment: str, text: str, sort_index: str, **fields: str) -> dict:
-    data = {
-        "annotationType": "highlight",
-        "annotationText": text,
-        "annotationComment": "",
-        "annotationColor": "#ffd400",
-        "annotationPageLabel": "1",
-        "annotationSortIndex": sort_index,
-        "annotationPosition": "{}",
-        **fields,
-    }
-    return api_child(key, attachment, "annotation", title="", **data)
-
-
 def library_objects() -> list[dict]:
     """A has a note and two annotations in its PDF; B and C a note each (their rows curated); D none;
     and a standalone note."""
@@ -51,7 +37,7 @@ def library_objects() -> list[dict]:
         api_item("PAPERAAA", "Tiling Matters", date="2023", publicationTitle="OSDI", url="https://a.example"),
         api_child("NQTEAAAA", "PAPERAAA", "note", title="", note=NOTE_HTML),
         api_pdf("PDFAAAAA", "PAPERAAA"),
-        annotation(
+        api_annotation(
             "ANNQAAAA",
             "PDFAAAAA",
             "read second",
@@ -60,7 +46,7 @@ def library_objects() -> list[dict]:
             annotationComment="my comment",
             annotationColor="#2ea8e5",
         ),
-        annotation("ANNQBBBB", "PDFAAAAA", "read first", "00000|000050|00010", annotationPageLabel="1"),
+        api_annotation("ANNQBBBB", "PDFAAAAA", "read first", "00000|000050|00010", annotationPageLabel="1"),
         api_item("PAPERBBB", "Curated Not Noted"),
         api_child("NQTEBBBB", "PAPERBBB", "note", title="", note="<p>b's note</p>"),
         api_item("PAPERCCC", "Curated With Its Own Note"),
@@ -360,7 +346,7 @@ def one_paper() -> list[dict]:
         api_item("PAPERAAA", "Tiling Matters", date="2023", publicationTitle="OSDI", url="https://a.example"),
         api_child("NQTEAAAA", "PAPERAAA", "note", title="", note=NOTE_HTML),
         api_pdf("PDFAAAAA", "PAPERAAA"),
-        annotation("ANNQAAAA", "PDFAAAAA", "highlighted words", "00000|000001|00000"),
+        api_annotation("ANNQAAAA", "PDFAAAAA", "highlighted words", "00000|000001|00000"),
     ]
 
 
@@ -398,7 +384,7 @@ def test_every_source_writes_the_same_note_page(tmp_path: Path, run, zotero_api)
 def test_a_group_librarys_annotations_open_in_the_groups_library(tmp_path: Path, run, zotero_api) -> None:
     objects = [
         *one_paper(),
-        annotation(
+        api_annotation(
             "ANNQIMGE",
             "PDFAAAAA",
             "",

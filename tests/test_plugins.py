@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from factories import pip_install
 
 from zotsync import sources
 from zotsync.config import SOURCE_TYPES, SourceConfig, SourceGiven, local_path
@@ -30,29 +31,6 @@ def guide_files() -> dict[str, str]:
     """The files docs/plugins.md shows: each fenced block right after a "`name`:" line."""
     text = GUIDE.read_text(encoding="utf-8")
     return dict(re.findall(r"^`([\w.]+)`:\n\n```\w+\n(.*?)^```$", text, flags=re.M | re.S))
-
-
-def install(package: Path, target: Path) -> None:
-    """`pip install` the package into `target` (no registry: the test extras bring setuptools)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--target",
-            str(target),
-            str(package),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
 
 
 def zotsync(plugins: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -91,8 +69,8 @@ def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (broken / "zotsync_broken.py").write_text(broken_code, encoding="utf-8")
     (broken / "zotsync_wrong.py").write_text("PROCESSOR = 'not a processor'\n", encoding="utf-8")
     target = tmp_path_factory.mktemp("site")
-    install(shelf, target)
-    install(broken, target)
+    pip_install(shelf, target)
+    pip_install(broken, target)
     return target
 
 

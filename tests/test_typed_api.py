@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SEEDS
+from factories import pip_install
 
 import zotsync
 from zotsync.config import ExportsConfig, SourceConfig
@@ -42,24 +43,7 @@ def test_a_user_s_script_passes_mypy_strict_against_the_installed_package(
     built_wheel: Path, tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
-    installed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-index",
-            "--target",
-            str(site),
-            str(built_wheel),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert installed.returncode == 0, installed.stderr
+    pip_install(built_wheel, site)
     assert (site / "zotsync" / "py.typed").is_file()
     (tmp_path / "user.py").write_text(USER_SCRIPT, encoding="utf-8")
     # mypy finds the installed package on the path the interpreter it asks reports (PEP 561)
