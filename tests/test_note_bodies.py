@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from factories import ZOTERO_API_KEY, api_child, api_item, api_pdf, mkdocs_build
+from factories import ZOTERO_API_KEY, api_annotation, api_child, api_item, api_pdf, mkdocs_build
 from test_note_pages import (
-    annotation,
     csv_rows,
     edit_snapshot,
     edited_note,
@@ -66,7 +65,7 @@ def bad_library() -> list[dict]:
         objects += [
             api_item(key, f"Paper {key}"),
             api_pdf(pdf, key),
-            annotation(
+            api_annotation(
                 f"ANN{key[-5:]}",
                 pdf,
                 "",
@@ -219,7 +218,7 @@ def links_library() -> list[dict]:
         api_child("NQTEAAAA", "PAPERAAA", "note", title="", note=ANNOTATIONS_NOTE),
         api_child("NQTEREAL", "PAPERAAA", "note", title="", note=real),
         api_pdf("PDFAAAAA", "PAPERAAA"),
-        annotation(
+        api_annotation(
             "ANNQIMGE",
             "PDFAAAAA",
             "",
