@@ -100,6 +100,6 @@ def test_a_scope_change_with_a_zotero_change_reports_each_as_what_it_is(tmp_path
     assert "### Removed" not in section  # the Inbox paper left the page by the settings
     assert (
         "- `exports.scope`: library → curated" in section
-        and "- `exports.exclude_collections`: — → Inbox" in section
+        and "- `exports.exclude_collections`: 0 names (not shown) → 1 name (not shown)" in section
     )
     assert "- on the page: 1 left the page (by the settings" in section
