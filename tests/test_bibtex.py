@@ -8,50 +8,14 @@ import re
 import subprocess
 from pathlib import Path
 
-import bibtexparser
-from bibtexparser.bparser import BibTexParser
 from conftest import write_config
-from factories import api_item, config_of, write_json
+from factories import api_item, as_text, config_of, parse, write_json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from zotsync.export import Page, render_page
 from zotsync.model import Item, Library
 from zotsync.text import flatten
-
-# What LaTeX makes of the commands a value may hold for ASCII text: the test's own reading of LaTeX.
-_LATEX_ASCII = {
-    r"\textbackslash{}": "\\",
-    r"\textbraceleft{}": "{",
-    r"\textbraceright{}": "}",
-    r"\textless{}": "<",
-    r"\textgreater{}": ">",
-    r"\textbar{}": "|",
-    r"\^{}": "^",
-    r"\~{}": "~",
-    r"\$": "$",
-    r"\&": "&",
-    r"\%": "%",
-    r"\#": "#",
-    r"\_": "_",
-}
-_COMMAND = re.compile("|".join(re.escape(c) for c in sorted(_LATEX_ASCII, key=len, reverse=True)))
-
-
-def as_text(value: str) -> str:
-    """A BibTeX value as the text it typesets (ASCII commands decoded, grouping braces dropped)."""
-    parts = _COMMAND.split(value)
-    commands = _COMMAND.findall(value)
-    out = parts[0].replace("{", "").replace("}", "")
-    for command, part in zip(commands, parts[1:], strict=True):
-        out += _LATEX_ASCII[command] + part.replace("{", "").replace("}", "")
-    return out
-
-
-def parse(text: str) -> bibtexparser.bibdatabase.BibDatabase:
-    parser = BibTexParser(common_strings=False, ignore_nonstandard_types=False)
-    parser.homogenise_fields = False
-    return bibtexparser.loads(text, parser=parser)
 
 
 def project_with(folder: Path, objects: list[dict], catalogue: str = "categories: []\n") -> Path:

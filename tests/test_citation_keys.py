@@ -11,8 +11,17 @@ from pathlib import Path
 
 import pytest
 from conftest import write_config
-from factories import api_item, back_to_schema, edit, read, small_library, write_json, write_web_config
-from test_bibtex import as_text, parse
+from factories import (
+    api_item,
+    as_text,
+    back_to_schema,
+    edit,
+    parse,
+    read,
+    small_library,
+    write_json,
+    write_web_config,
+)
 
 from zotsync.export.bibtex import title_value
 from zotsync.store import Store

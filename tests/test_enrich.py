@@ -13,7 +13,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from factories import FakeClock, closed_port, with_enrichment
+from factories import (
+    ANSOR,
+    DEMO_PAPERS,
+    GOLDEN,
+    FakeClock,
+    answers,
+    closed_port,
+    demo_csv_rows,
+    enriched,
+    one_warning,
+    venue_of,
+    with_enrichment,
+)
 from metadata_server import Fault, MetadataServer, Paper
 
 from zotsync import processing
@@ -23,65 +35,6 @@ from zotsync.processing.enrich import run as enrich_module
 from zotsync.processing.enrich import services as enrich_services
 from zotsync.store import Store
 
-GOLDEN = Path(__file__).parent / "golden"
-
-# The seven rows the seed page marks 来源待补全, as the fake services know them (made up for the tests,
-# like the demo library itself: DBLP keys and the AffineGraph venue are invented).
-DEMO_PAPERS = (
-    Paper(
-        "Ansor: Generating High-Performance Tensor Programs for Deep Learning",
-        ("Lianmin Zheng", "Chengfan Jia"),
-        "2020",
-        "OSDI",
-        dblp="conf/osdi/ZhengJSWYHMYZSGY20",
-    ),
-    Paper(
-        "PET: Optimizing Tensor Programs with Partially Equivalent Transformations and Automated Corrections",
-        ("Haojie Wang", "Jidong Zhai"),
-        "2021",
-        "OSDI",
-        dblp="conf/osdi/WangZGMJXZ021",
-    ),
-    Paper(
-        "EINNET: Optimizing Tensor Programs with Derivation-Based Transformations",
-        ("Liyan Zheng", "Haojie Wang"),
-        "2023",
-        "OSDI",
-        dblp="conf/osdi/ZhengWZHCYYMDSZ23",
-    ),
-    Paper(
-        "PIT: Optimization of Dynamic Sparse Deep Learning Models via Permutation Invariant Transformation",
-        ("Ningxin Zheng", "Huiqiang Jiang"),
-        "2023",
-        "SOSP",
-        dblp="conf/sosp/ZhengJZHM00YZQY23",
-        doi="10.1145/3600006.3613139",
-    ),
-    Paper(
-        "Ladder: Enabling Efficient Low-Precision Deep Learning Computing through Hardware-aware Tensor "
-        "Transformation",
-        ("Lei Wang", "Lingxiao Ma"),
-        "2024",
-        "OSDI",
-        dblp="conf/osdi/WangMCXLXYCZZ24",
-    ),
-    Paper(
-        "Graphiler: A Compiler for Graph Neural Networks",
-        ("Zhiqiang Xie", "Minjie Wang"),
-        "2022",
-        "MLSys",
-        dblp="conf/mlsys/XieWYZW22",
-    ),
-    Paper(  # known to Crossref alone, by its proceedings title
-        "AffineGraph: A Dataflow Graph Representation for Effective DNN Hardware-Aware Algorithms",
-        ("Yuyue Wang", "Xiaoyang Zhang"),
-        "2025",
-        proceedings="Proceedings of the 30th ACM International Conference on Architectural Support for "
-        "Programming Languages and Operating Systems",
-        doi="10.1145/3669940.3707999",
-        known_by=("crossref",),
-    ),
-)
 # title → (venue, venue_source) each row shows after enrichment, written out by hand
 DEMO_VENUES = {
     "Ansor: Generating High-Performance Tensor Programs for Deep Learning": ("OSDI'20", "dblp"),
@@ -102,7 +55,6 @@ DEMO_VENUES = {
         "crossref",
     ),
 }
-ANSOR = "Ansor: Generating High-Performance Tensor Programs for Deep Learning"
 
 
 @pytest.fixture
@@ -113,28 +65,8 @@ def services(metadata_api, fake_time: FakeClock, monkeypatch: pytest.MonkeyPatch
     return metadata_api(*DEMO_PAPERS)
 
 
-def enriched(project: Path, server: MetadataServer, **keys: object) -> str:
-    keys.setdefault("deadline", 600)  # the demo's 38 items at the services' real paces: ~130 fake seconds
-    return str(with_enrichment(project / "config" / "zotsync.yaml", server.endpoints(), **keys))
-
-
-def csv_rows(project: Path) -> list[dict[str, str]]:
-    text = (project / "exports" / "catalog.csv").read_text(encoding="utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
-
-
 def golden_rows() -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO((GOLDEN / "catalog.csv").read_text(encoding="utf-8"))))
-
-
-def answers(project: Path) -> dict[str, dict]:
-    with Store(project / ".zotsync" / "zotsync.sqlite") as store:
-        return {key: r.value for key, r in store.derived("enrich").items()}
-
-
-def venue_of(project: Path, title: str) -> tuple[str, str]:
-    (row,) = [(r["venue"], r["venue_source"]) for r in csv_rows(project) if r["title"] == title][:1]
-    return row
 
 
 # -- the demo ----------------------------------------------------------------------------------------
@@ -147,7 +79,7 @@ def test_the_seven_rows_without_a_source_show_the_venues_the_services_know(
     result = run("--config", config, "sync", "--json")
     assert result.code == 0, result.err
     assert "来源待补全" not in (project / "exports" / "catalog.md").read_text(encoding="utf-8")
-    rows, golden = csv_rows(project), golden_rows()
+    rows, golden = demo_csv_rows(project), golden_rows()
     shown = {r["title"]: (r["venue"], r["venue_source"]) for r in rows if r["title"] in DEMO_VENUES}
     assert shown == DEMO_VENUES
     # every other row is the golden one, and no curated or Zotero venue changed
@@ -219,12 +151,6 @@ def test_not_found_is_asked_again_after_thirty_days_and_a_published_venue_never(
 
 
 # -- faults: a sync never fails or stalls for them ---------------------------------------------------
-
-
-def one_warning(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.startswith("zotsync: enrichment")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_an_html_page_with_status_200_leaves_dblp_out_with_one_warning_and_the_items_wait(

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import FakeClock
+from factories import ANSOR, DEMO_PAPERS, GOLDEN, FakeClock, answers, enriched, one_warning, venue_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from metadata_server import Fault, MetadataServer, Paper
-from test_enrich import ANSOR, DEMO_PAPERS, GOLDEN, answers, enriched, one_warning, venue_of
 
 from zotsync.processing.enrich.matching import Query
 from zotsync.processing.enrich.run import _Services

@@ -15,17 +15,23 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from factories import ZOTERO_API_KEY, api_annotation, api_child, api_item, api_pdf, mkdocs_build
-from test_note_pages import (
+from factories import (
+    ZOTERO_API_KEY,
+    api_annotation,
+    api_child,
+    api_item,
+    api_pdf,
     csv_rows,
     edit_snapshot,
     edited_note,
     make_project,
+    markdown_it,
+    mkdocs_build,
     note_pages,
+    python_markdown,
     source_project,
     sync,
 )
-from test_page_is_text import markdown_it, python_markdown
 from zotero_server import FakeLibrary
 from zotero_sqlite import build as build_zotero_db
 

@@ -3,8 +3,6 @@ from every source, rewritten only when its notes change, never over a file zotsy
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 import shutil
@@ -12,8 +10,22 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write_config
-from factories import api_annotation, api_child, api_item, api_pdf, config_of, write_json
+from conftest import ROOT
+from factories import (
+    api_annotation,
+    api_child,
+    api_item,
+    api_pdf,
+    config_of,
+    csv_rows,
+    edit_snapshot,
+    edited_note,
+    make_project,
+    note_pages,
+    source_project,
+    sync,
+    write_json,
+)
 from markdown_it import MarkdownIt
 from zotero_server import FakeLibrary
 from zotero_sqlite import GROUP_ID, GROUP_LIBRARY, ZoteroDB
@@ -56,57 +68,7 @@ def library_objects() -> list[dict]:
     ]
 
 
-CATALOGUE = """\
-title: Notes test
-categories:
-  - name: Curated
-    entries:
-      - title: Curated Not Noted
-        zotero_key: PAPERBBB
-        noted: false
-      - title: Curated With Its Own Note
-        zotero_key: PAPERCCC
-        links: {Paper: "https://c.example", Note: "https://my.notes/c"}
-"""
-
-
 REAL_CATALOGUE = "title: Real\ncategories: []\n"  # the real libraries' papers, uncurated
-
-
-def make_project(folder: Path, objects: list[dict], exports: str = "") -> Path:
-    """A project reading `objects` from a snapshot; `exports`: more keys of `exports:`, each after a comma."""
-    write_json(folder / "library.json", objects)
-    return source_project(folder, "{type: snapshot, path: library.json}", exports)
-
-
-def source_project(folder: Path, source: str, exports: str = "", catalogue: str = CATALOGUE) -> Path:
-    """A project in `folder` that reads `source` (a `source:` mapping as YAML) and exports into out/."""
-    folder.mkdir(exist_ok=True)
-    (folder / "catalog.yaml").write_text(catalogue, encoding="utf-8")
-    return write_config(
-        folder,
-        f"source: {source}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        f"exports: {{dir: out, language: en{exports}}}\n",
-    )
-
-
-def sync(run, config: Path) -> str:
-    result = run("--config", str(config), "sync")
-    assert result.code == 0, result.err
-    return result.err
-
-
-def csv_rows(folder: Path) -> dict[str, dict[str, str]]:
-    text = (folder / "out" / "catalog.csv").read_text(encoding="utf-8")
-    return {row["zotero_key"]: row for row in csv.DictReader(io.StringIO(text))}
-
-
-def note_pages(folder: Path) -> set[str]:
-    return (
-        {p.stem for p in (folder / "out" / "notes").glob("*.md")}
-        if (folder / "out" / "notes").is_dir()
-        else set()
-    )
 
 
 def mtimes(folder: Path) -> dict[str, int]:
@@ -117,24 +79,6 @@ def mtimes(folder: Path) -> dict[str, int]:
         for p in (folder / "out").rglob("*")
         if p.is_file() and p.name != ".zotsync-manifest.json"
     }
-
-
-def edit_snapshot(folder: Path, change) -> None:
-    path = folder / "library.json"
-    objects = json.loads(path.read_text(encoding="utf-8"))
-    objects = change(objects)
-    path.write_text(json.dumps(objects, ensure_ascii=False), encoding="utf-8")
-
-
-def edited_note(key: str, html: str):
-    def change(objects: list[dict]) -> list[dict]:
-        for obj in objects:
-            if obj["key"] == key:
-                obj["data"]["note"] = html
-                obj["version"] = obj["data"]["version"] = obj["version"] + 1000
-        return objects
-
-    return change
 
 
 # -- the rows ------------------------------------------------------------------------------------------

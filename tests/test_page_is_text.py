@@ -25,83 +25,16 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-import markdown
 from conftest import write_config
-from factories import api_collection, api_item, write_json
+from factories import api_collection, api_item, markdown_it, python_markdown, write_json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
 
 from zotsync.export import mdtext
 
 SECRET = "SECRET-7f3a9c"  # in a file beside the page: a snippet include would publish it
 
 # -- the renderers -------------------------------------------------------------------------------------
-
-MATERIAL_EXTENSIONS = [
-    "abbr",
-    "admonition",
-    "attr_list",
-    "def_list",
-    "footnotes",
-    "md_in_html",
-    "toc",
-    "tables",
-    "pymdownx.arithmatex",
-    "pymdownx.betterem",
-    "pymdownx.caret",
-    "pymdownx.critic",
-    "pymdownx.details",
-    "pymdownx.emoji",
-    "pymdownx.highlight",
-    "pymdownx.inlinehilite",
-    "pymdownx.keys",
-    "pymdownx.magiclink",
-    "pymdownx.mark",
-    "pymdownx.smartsymbols",
-    "pymdownx.snippets",
-    "pymdownx.superfences",
-    "pymdownx.tabbed",
-    "pymdownx.tasklist",
-    "pymdownx.tilde",
-]
-
-
-def emoji_config() -> dict[str, object]:
-    """Material's twemoji index and SVG generator when mkdocs-material is installed, else pymdownx's."""
-    try:
-        from material.extensions import emoji as material_emoji
-    except ImportError:
-        from pymdownx import emoji as material_emoji  # type: ignore[no-redef]
-    return {"emoji_index": material_emoji.twemoji, "emoji_generator": material_emoji.to_svg}
-
-
-def python_markdown(text: str, folder: Path) -> str:
-    """The page as an MkDocs Material site shows it (its documented extension set and options)."""
-    configs = {
-        "toc": {"permalink": True},
-        "pymdownx.arithmatex": {"generic": True},
-        "pymdownx.emoji": emoji_config(),
-        "pymdownx.highlight": {"anchor_linenums": True},
-        "pymdownx.magiclink": {
-            "normalize_issue_symbols": True,
-            "repo_url_shorthand": True,
-            "social_url_shorthand": True,
-            "user": "zotsync",
-            "repo": "zotsync",
-        },
-        "pymdownx.snippets": {"base_path": [str(folder)]},
-        "pymdownx.tabbed": {"alternate_style": True},
-        "pymdownx.tasklist": {"custom_checkbox": True},
-    }
-    return markdown.markdown(text, extensions=MATERIAL_EXTENSIONS, extension_configs=configs)
-
-
-def markdown_it(text: str, folder: Path) -> str:
-    parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-    parser.validateLink = lambda url: True  # judge zotsync's output, not markdown-it's own safety net
-    return parser.render(text)
-
 
 RENDERERS: dict[str, Callable[[str, Path], str]] = {
     "python-markdown": python_markdown,
