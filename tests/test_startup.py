@@ -43,3 +43,23 @@ def test_loading_a_config_reads_no_package_metadata_when_no_plugin_is_installed(
     modules = loaded_after(f"import zotsync\nzotsync.load_config({str(config)!r})")
     assert "zotsync.processing.enrich.settings" in modules  # the probe did read the processors' sections
     assert not modules & {"importlib.metadata", "zotsync.store", "zotsync.model", "sqlite3"}
+
+
+@pytest.mark.slow
+def test_an_unchanged_sync_imports_nothing_that_renders(tmp_path) -> None:
+    """The cron run that finds nothing changed loads neither reconcile, nor CHANGES.md's writer, nor the
+    page (the processors' audience is made only when a processor runs)."""
+    from conftest import SEEDS
+    from factories import snapshot_project
+
+    from zotsync.app.sync import run_sync
+    from zotsync.config import load_config
+
+    config = snapshot_project(
+        tmp_path, json.loads((SEEDS / "zotero-library.json").read_text(encoding="utf-8"))
+    )
+    run_sync(load_config(config))  # the first sync renders
+    modules = loaded_after(f"from zotsync.cli import main\nmain(['-q', '--config', {str(config)!r}, 'sync'])")
+    assert "zotsync.app.sync" in modules  # the probe did sync
+    rendering = {"zotsync.app.page", "zotsync.app.changes", "zotsync.reconcile", "zotsync.export.changelog"}
+    assert not modules & rendering, sorted(modules & rendering)

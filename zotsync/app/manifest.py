@@ -21,7 +21,6 @@ from typing import Any
 from ..errors import ExportError
 from ..outputs import FileRecord, read_regular, write_atomically
 from ..store import Store
-from .changes import public_settings
 
 log = logging.getLogger("zotsync")
 
@@ -34,6 +33,8 @@ def write_manifest(folder: Path, store: Store, dry_run: bool = False) -> None:
     written in a dry run."""
     if dry_run:
         return
+    from .changes import public_settings  # what renders the page: an unchanged sync never loads it
+
     files = {}
     for name, record in store.export_files().items():
         path = Path(name)

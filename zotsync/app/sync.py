@@ -116,12 +116,11 @@ def run_sync(
             report = pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
             if report.stopped:  # a dry run the valve would stop: nothing more would happen
                 return SyncResult(report, (), source.requests, dry_run=True)
-            due = tuple(processing.due(config)) if dry_run else ()
-            processed = (
-                []
-                if dry_run
-                else processing.run_stage(config, store, clock, page_audience(config, catalogue_file))
-            )
+            due = tuple(processing.due(config))
+            # Who a processor may ask about what, only when one runs: it imports what makes the page,
+            # which an unchanged sync never loads.
+            audience = page_audience(config, catalogue_file) if due and not dry_run else None
+            processed = [] if dry_run else processing.run_stage(config, store, clock, audience)
         done = functools.partial(SyncResult, requests=source.requests, dry_run=dry_run, due=due)
         # A store that never exported goes on from the published exports.
         adopt_manifest(config.exports.dir, store)

@@ -213,7 +213,7 @@ def run_stage(
 
 def due(config: Config) -> list[str]:
     """The processors `run_stage` would run, in order (what `sync --dry-run` names)."""
-    return [name for name in BUILT_IN if get(name).enabled(config)]
+    return [name for name in names() if get(name).enabled(config)]
 
 
 def attach_all(library: Library, results: Mapping[str, Mapping[str, Derived]]) -> Library:
