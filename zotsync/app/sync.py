@@ -55,31 +55,23 @@ class SyncResult:
     def to_dict(self, duration_s: float = 0.0) -> dict[str, Any]:
         """The one JSON object `sync --json` prints (docs/commands.md lists every field), with the run's
         `duration_s`."""
-        counts = self.pull.result
         return {
             "changed": self.changed,
-            "library_version": self.pull.to_version,
-            "previous_version": self.pull.from_version,
             "requests": self.requests,
             "files": [str(path) for path, wrote in self.written if wrote],
             "unchanged": [str(path) for path, wrote in self.written if not wrote],
             "duration_s": round(duration_s, 3),
-            "items_added": counts.items_added,
-            "items_updated": counts.items_updated,
-            "items_removed": counts.items_removed,
-            "collections_changed": counts.collections_changed,
-            "collections_removed": counts.collections_removed,
+            # the versions and the counts as `pull --json` names them (a dry run: with `dry_run`, `valve`)
+            **self.pull.to_dict(self.dry_run),
             "processed": processing.report_json(self.processed),  # each processor's counts, by name
             **(self._plan() if self.dry_run else {}),
         }
 
     def _plan(self) -> dict[str, Any]:
-        """What `sync --dry-run --json` adds: what the real run would delete, and whether the safety
-        valve would let it through."""
+        """What `sync --dry-run --json` adds to the pull's plan: what the real run would delete, and the
+        processors it would run."""
         return {
-            "dry_run": True,
             "remove": [str(path) for path in self.removed],
-            "valve": "stop" if self.pull.stopped else "ok",
             "due": list(self.due),
         }
 
