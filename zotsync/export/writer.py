@@ -88,11 +88,12 @@ def plan_writes(
             continue
         data = output.data
         digest = sha256(data).hexdigest()
-        if record is None and not _absent_or_holding(path, data):
+        # A file without a record is read once: absent or holding these bytes, it becomes zotsync's.
+        found = _step(path, data, digest, record) if record is not None else _on_disk(path, data)
+        if found is None:
             plan.add(FileStep(path, Step.LEAVE, why=f"{path} was not written by zotsync: left as it is"))
             continue
-        step = _step(path, data, digest, record)
-        plan.add(FileStep(path, step, digest, made_from=output.made_from, data=data))
+        plan.add(FileStep(path, found, digest, made_from=output.made_from, data=data))
     for name, record in known.items():
         path = Path(name)
         if name in made or not path.is_relative_to(folder):
@@ -199,21 +200,17 @@ def _step(path: Path, data: bytes, digest: str, record: FileRecord | None) -> St
     """MAKE or UNCHANGED: a file still as its record says is told by the digests, without a read."""
     if record is not None and record.holds(path):
         return Step.UNCHANGED if record.sha256 == digest else Step.MAKE
-    return Step.UNCHANGED if _holding(path, data) else Step.MAKE
+    return _on_disk(path, data) or Step.MAKE
 
 
-def _holding(path: Path, data: bytes) -> bool:
-    """Whether `path` is a regular file holding `data` (anything else is written, or refused, as the
-    write decides)."""
-    try:
-        return read_regular(path) == data
-    except ExportError:
-        return False
-
-
-def _absent_or_holding(path: Path, data: bytes) -> bool:
+def _on_disk(path: Path, data: bytes) -> Step | None:
+    """UNCHANGED when `path` is a regular file holding `data`, MAKE when there is none, None when
+    something else is there (other bytes, a link, a folder, …: not zotsync's to replace unless it is
+    on the record)."""
     try:
         held = read_regular(path)
     except ExportError:
-        return False  # a link, a folder, …: not ours to replace
-    return held is None or held == data
+        return None
+    if held is None:
+        return Step.MAKE
+    return Step.UNCHANGED if held == data else None
