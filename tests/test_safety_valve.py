@@ -14,9 +14,9 @@ import pytest
 from conftest import ROOT, ZOTERO_API_KEY, write_config
 from zotero_server import FakeLibrary
 
-from zotsync.app.pull import MIN_REFUSED_REMOVAL, leaving
 from zotsync.export.changelog import BASELINE
 from zotsync.model import Changes
+from zotsync.plan import MIN_REFUSED_REMOVAL, leaving
 from zotsync.store import Store
 
 SEED = ROOT / "seeds" / "zotero-library.json"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -13,14 +12,10 @@ from pathlib import Path
 from ..config import Config
 from ..errors import TooMuchRemoval
 from ..gcpause import bulk_phase
-from ..plan import MIN_REFUSED_REMOVAL, PullPlan, leaving
+from ..plan import PullPlan
 from ..sources import Source, open_source
 from ..store import ApplyResult, Store, exclusive_lock
 from .stores import open_store
-
-log = logging.getLogger("zotsync")
-
-__all__ = ["MIN_REFUSED_REMOVAL", "PullReport", "leaving", "pull", "run_pull", "scratch_store", "valve"]
 
 
 @dataclass(frozen=True, slots=True)
