@@ -117,8 +117,7 @@ def run_pull(
     in a scratch copy of the store, and the store keeps its bytes."""
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
-        contextlib.nullcontext() if dry_run else exclusive_lock(config.store),
-        scratch_store(config.store) if dry_run else open_store(config) as store,
+        store_for(config, dry_run) as store,
         bulk_phase(),
     ):
         return pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
@@ -147,6 +146,18 @@ def _copied_at_rest(store: Path, copy: Path) -> bool:
 
 def valve(config: Config, force: bool) -> float | None:
     return None if force else config.sync.max_removal
+
+
+@contextlib.contextmanager
+def store_for(config: Config, dry_run: bool = False) -> Iterator[Store]:
+    """The store a command works in, under its lock so that two runs never interleave; a dry run's is a
+    scratch copy (`scratch_store`), which takes no lock."""
+    if dry_run:
+        with scratch_store(config.store) as store:
+            yield store
+    else:
+        with exclusive_lock(config.store), open_store(config) as store:
+            yield store
 
 
 @contextlib.contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +15,9 @@ from ..gcpause import bulk_phase
 from ..model import Catalogue, Placement
 from ..outputs import FileRecord
 from ..sources import open_source
-from ..store import Store, exclusive_lock
+from ..store import Store
 from .manifest import adopt_manifest, ensure_manifest, write_manifest
-from .pull import PullReport, pull, scratch_store, valve
-from .stores import open_store
+from .pull import PullReport, pull, store_for, valve
 
 if TYPE_CHECKING:
     from ..export.writer import WriteResult
@@ -98,8 +96,7 @@ def run_sync(
     pages = [config.exports.dir / formats.get(name).page for name in names]
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
-        contextlib.nullcontext() if dry_run else exclusive_lock(config.store),
-        scratch_store(config.store) if dry_run else open_store(config) as store,
+        store_for(config, dry_run) as store,
     ):
         last = ExportRecord.loads(store.sync_state.export_record)
         # The catalogue a sync exported from was valid; any other must parse before any request.
