@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -95,23 +95,26 @@ class LinkPlan:
         """A link a row holds, written for a page at the top of `exports.dir` (a curator's `notes/x.md`,
         an `archive_link`, a note page), as the file `source` must write it. Links with a scheme, a
         leading `/` or only an anchor are the same from anywhere."""
-        if "/" not in source or not link or link.startswith(("#", "/", "?")) or _SCHEME.match(link):
+        if "/" not in source:
             return link
-        path, mark, rest = link.partition("#")
-        path, query, params = path.partition("?")
-        target = posixpath.normpath(path) + ("/" if path.endswith("/") else "")
-        return cls.href(source, target) + query + params + mark + rest
+        return cls._relink(source, link, lambda target: target)
 
     def served(self, source: str, link: str) -> str:
         """A link a row holds (written for a page at the top of `exports.dir`) as the file `source`
         must write it when the site serves that file as it is (catalog.html, feed.xml): to the address
         the site gives a Markdown page (`tags.md#KEY` → `tags/#KEY` on MkDocs)."""
+        return self._relink(source, link, self.site.address)
+
+    @classmethod
+    def _relink(cls, source: str, link: str, address: Callable[[str], str]) -> str:
+        """`link` (relative to `exports.dir`) from the file `source`, its path taken to `address(path)`;
+        its query and anchor kept. Links with a scheme, a leading `/` or only an anchor are as they are."""
         if not link or link.startswith(("#", "/", "?")) or _SCHEME.match(link):
             return link
         path, mark, rest = link.partition("#")
         path, query, params = path.partition("?")
         target = posixpath.normpath(path) + ("/" if path.endswith("/") else "")
-        return self.href(source, self.site.address(target)) + query + params + mark + rest
+        return cls.href(source, address(target)) + query + params + mark + rest
 
     def absolute(self, path: str) -> str:
         """The URL of the file `path` (relative to `exports.dir`) on the site, when the site's URL is
