@@ -172,10 +172,12 @@ def note_body(note: Item, labels: Labels, in_zotero: bool = True) -> str:
     """One note as Markdown; a note the converter cannot read, as plain text with one warning."""
     from .notehtml import note_markdown  # markdownify and BeautifulSoup: imported only to make a page
 
-    html, size = note.get("note"), len(note.get("note"))
+    html = note.get("note")
+    size, cut = len(html), ""
     if size > MAX_NOTE:  # cut before the tag that crosses the limit, so that no tag is split
-        html = html[: html.rfind("<", 0, MAX_NOTE + 1) if "<" in html[:MAX_NOTE] else MAX_NOTE]
-    cut = line(labels.note_cut.format(shown=f"{len(html):,}", size=f"{size:,}")) if size > MAX_NOTE else ""
+        tag = html.rfind("<", 0, MAX_NOTE + 1)
+        html = html[: tag if tag >= 0 else MAX_NOTE]
+        cut = line(labels.note_cut.format(shown=f"{len(html):,}", size=f"{size:,}"))
     schemes = LINK_SCHEMES if in_zotero else LINK_SCHEMES - {"zotero"}
     try:
         body = note_markdown(html, 2, _image_writer(note, labels, in_zotero), schemes)
