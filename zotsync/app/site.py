@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
+from ..errors import ConfigError
 from ..export.base import Site
 
 NAMES = ("mkdocs.yml", "mkdocs.yaml")
@@ -66,16 +67,10 @@ def find_mkdocs(folder: Path) -> MkDocsSite | None:
 
 
 def read_settings(path: Path) -> dict[str, Any]:
-    """An mkdocs.yml's settings; its tags (`!!python/name:…`, `!ENV`) read as nothing, and a file that
-    cannot be read as none."""
-    import yaml
+    """An mkdocs.yml's settings (`mkdocs_settings`); a file that cannot be read as none."""
+    from ..schedule.github import mkdocs_settings  # yaml: read only when there is an mkdocs.yml
 
-    class _Tolerant(yaml.SafeLoader):
-        pass
-
-    _Tolerant.add_multi_constructor("", lambda loader, suffix, node: None)
     try:
-        settings = yaml.load(path.read_text(encoding="utf-8"), Loader=_Tolerant)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return mkdocs_settings(path)
+    except ConfigError:
         return {}
-    return settings if isinstance(settings, dict) else {}

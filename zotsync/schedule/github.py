@@ -111,7 +111,14 @@ def site_config(root: Path, config: Config) -> str:
 
 
 def _docs_dir(path: Path) -> str | None:
-    """`docs_dir` of an mkdocs.yml; its tags (`!!python/name:…`, `!ENV`) are read as nothing."""
+    """`docs_dir` of an mkdocs.yml."""
+    value = mkdocs_settings(path).get("docs_dir")
+    return value if isinstance(value, str) else None
+
+
+def mkdocs_settings(path: Path) -> dict[str, Any]:
+    """An mkdocs.yml's settings; its tags (`!!python/name:…`, `!ENV`) are read as nothing. ConfigError
+    when it cannot be read."""
     import yaml
 
     class _Tolerant(yaml.SafeLoader):
@@ -122,8 +129,7 @@ def _docs_dir(path: Path) -> str | None:
         settings = yaml.load(path.read_text(encoding="utf-8"), Loader=_Tolerant)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
-    value = settings.get("docs_dir") if isinstance(settings, dict) else None
-    return value if isinstance(value, str) else None
+    return settings if isinstance(settings, dict) else {}
 
 
 def default_install(root: Path) -> str:
