@@ -657,9 +657,10 @@ def _source(path: Path, raw: Mapping[str, Any], environ: Mapping[str, str]) -> S
             f"{where(path, src, 'base_url')}: config key 'source.base_url' (or ZOTERO_API_BASE) must be an "
             "http:// or https:// URL"
         )
-    _source_types().get(kind).check(SourceGiven(path, src, values, from_env))  # what this type needs
+    source_type = _source_types().get(kind)
+    source_type.check(SourceGiven(path, src, values, from_env))  # what this type needs
     reading = Reading(path, src, "path", "source.path", {})
-    settings = _source_types().get(kind).settings
+    settings = source_type.settings
     return SourceConfig(
         type=kind,
         path=reading.local(values["path"]) if values["path"] else None,
