@@ -559,7 +559,7 @@ def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
             continue
         if not isinstance(value, dict):
             raise ConfigError(f"{where(path, raw, key)}: config key '{key}' must be a mapping")
-        known = _keys_of(sections[key]) + (_keys_of(_type_settings(value)) if key == "source" else [])
+        known = _keys_of(sections[key]) + (_type_keys(value) if key == "source" else [])
         for leaf in value:
             if leaf not in known:
                 name = f"{key}.{leaf}"
@@ -568,20 +568,15 @@ def _check_keys(path: Path, raw: Mapping[str, Any]) -> None:
                 )
 
 
-def _type_settings(section: Mapping[str, Any]) -> type:
-    """The model of the keys a source type of its own adds to the `source` section (`SourceType.settings`);
-    an empty one for a type that adds none, or a type no registry knows (`source.type` says so)."""
+def _type_keys(section: Mapping[str, Any]) -> list[str]:
+    """The keys a source type of its own adds to the `source` section (`SourceType.settings`); none for
+    a type that adds none, or a type no registry knows (`source.type` says so)."""
     kind = section.get("type")
     registry = _source_types()
     if not isinstance(kind, str) or kind not in registry.names():
-        return _NoSettings
-    settings: type = registry.get(kind).settings or _NoSettings
-    return settings
-
-
-@dataclass(frozen=True, slots=True)
-class _NoSettings:
-    pass
+        return []
+    settings = registry.get(kind).settings
+    return _keys_of(settings) if settings else []
 
 
 def _did_you_mean(name: str) -> str:
