@@ -65,10 +65,15 @@ def migration(step: Migration) -> Migration:
     return step
 
 
+def _named(db: sqlite3.Connection) -> bool:
+    """Whether `schema_migrations` records names (`named_migrations` has run)."""
+    return "name" in {row[1] for row in db.execute("PRAGMA table_info(schema_migrations)")}
+
+
 def applied(db: sqlite3.Connection) -> set[str]:
     """The names of the migrations the store has had (`#<version>` for a number no zotsync here knows)."""
     by_number = {number: name for name, number in NUMBERED.items()}
-    if "name" in {row[1] for row in db.execute("PRAGMA table_info(schema_migrations)")}:
+    if _named(db):
         rows = db.execute("SELECT version, name FROM schema_migrations").fetchall()
     else:  # a store from before the names
         rows = [(version, None) for (version,) in db.execute("SELECT version FROM schema_migrations")]
@@ -103,7 +108,7 @@ def upgrade(db: sqlite3.Connection) -> None:
 
 
 def _record(db: sqlite3.Connection, name: str) -> None:
-    if "name" in {row[1] for row in db.execute("PRAGMA table_info(schema_migrations)")}:
+    if _named(db):
         db.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (NUMBERED[name], now(), name))
     else:  # before `named_migrations` has run
         db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (NUMBERED[name], now()))
