@@ -243,8 +243,9 @@ class Store:
                 f"the store {self.path} was written by a newer zotsync (schema {newest_number(db)})"
             )
         marked = db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        todo = pending(done)
         if self.readonly:
-            if pending(done):
+            if todo:
                 schema = newest_number(db)
                 raise StoreError(
                     f"the store {self.path} was written by an older zotsync (schema {schema}): "
@@ -254,7 +255,7 @@ class Store:
         if not marked:
             with self._transaction():
                 db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        if pending(done):
+        if todo:
             # All in one transaction: a run killed half-way (6 empties `item_page`, `settle` fills it)
             # leaves the store as the zotsync before wrote it, which that zotsync can still read.
             with self._transaction():
