@@ -457,7 +457,7 @@ def mcp_command(state: _State, transport: str, port: int) -> None:
 @click.argument("folder", metavar="[DIR]", default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--source",
-    type=_Names(lambda: _source_types()),
+    type=_Names(_source_types),
     default="web",
     show_default=True,
     help="Where the library comes from: the Zotero Web API, zotero.sqlite, or a snapshot file.",
