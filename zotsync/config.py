@@ -457,7 +457,7 @@ def config_keys(plugins: bool = False) -> list[str]:
         keys.append(name)
         if name in sections:
             keys += [f"{name}.{leaf}" for leaf in _keys_of(sections[name])]
-    for name in processor_sections(plugins):
+    for name in [name for name in sections if name not in SECTIONS]:  # the processors'
         keys += [name, *(f"{name}.{leaf}" for leaf in _keys_of(sections[name]))]
     return keys
 
