@@ -142,9 +142,10 @@ class ReadingList:
         limit = _within("limit", limit, LIST_MOST)
         if status is not None and status not in STATUSES:
             raise AskError(f"status must be read or unread, not {_shown(status)}")
-        rows: Iterable[Placement] = self._current().page.rows
+        page_rows = self._current().page.rows
+        rows: Iterable[Placement] = page_rows
         if category is not None:
-            if category not in {row.category for row in self._current().page.rows}:
+            if category not in {row.category for row in page_rows}:
                 raise AskError(f"no category {_shown(category)} on the reading list: `categories` lists them")
             rows = (row for row in rows if row.category == category)
         if status is not None:
