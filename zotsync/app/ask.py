@@ -17,7 +17,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, ZotsyncError
@@ -63,9 +63,8 @@ class _Shelf:
 
     made_from: tuple[str | None, int, int | None]  # catalogue digest, content generation, library version
     page: Page
-    noted: frozenset[str]  # the papers with a note page
     curated: tuple[Curated, ...]  # the catalogue's side of a search index, as the page matched it
-    rows_of: dict[str, list[Placement]] = field(default_factory=dict)
+    rows_of: dict[str, list[Placement]]  # each Zotero key's rows, in page order
 
 
 class ReadingList:
@@ -255,7 +254,7 @@ class ReadingList:
                 if row.zotero_key:
                     rows_of.setdefault(row.zotero_key, []).append(row)
             curated = tuple(curated_placements(catalogue, merged.reconciliation.matches))
-            shelf = _Shelf(made_from, merged.page, frozenset(merged.plan.notes), curated, rows_of)
+            shelf = _Shelf(made_from, merged.page, curated, rows_of)
             self._shelf = shelf
             return shelf
 
