@@ -113,9 +113,7 @@ class ReadingList:
         shelf = self._current()
         rows = shelf.rows_of.get(key, [])
         with _read_only(self.config) as store, store.one_read():
-            item = next(iter(store.items_with_keys([key])), None)
-            if item is not None and (not item.is_regular or item.deleted):
-                item = None
+            item = _paper_item(store, key)
             if not rows and item is None:
                 raise AskError(f"no paper with the Zotero key {_shown(key)} in the library")
             notes = store.paper_notes([key])
@@ -262,8 +260,8 @@ class ReadingList:
         if key in self._current().rows_of:
             return
         with _read_only(self.config) as store:
-            item = next(iter(store.items_with_keys([key])), None)
-        if item is None or not item.is_regular or item.deleted:
+            item = _paper_item(store, key)
+        if item is None:
             raise AskError(f"no paper with the Zotero key {_shown(key)} in the library")
 
 
@@ -272,6 +270,12 @@ def _read_only(config: Config) -> contextlib.AbstractContextManager[Store]:
     from .stores import open_store
 
     return open_store(config, readonly=True)
+
+
+def _paper_item(store: Store, key: str) -> Item | None:
+    """The library's paper with the Zotero key `key`: a regular item, not in the trash; else None."""
+    item = next(iter(store.items_with_keys([key])), None)
+    return item if item is not None and item.is_regular and not item.deleted else None
 
 
 def _no_notes() -> PaperNotes:
