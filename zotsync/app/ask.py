@@ -104,7 +104,7 @@ class ReadingList:
                 f"the best {limit} hits shown, and more match: "
                 f"ask with a higher limit (at most {SEARCH_MOST})"
             )
-        return Answer([hit.as_json() for hit in hits], cut)
+        return Answer([hit.to_dict() for hit in hits], cut)
 
     def get_paper(self, key: str, max_chars: int = PAPER_CHARS) -> Answer:
         """One paper: what the page says of it, its abstract, its notes as Markdown and its annotations;
