@@ -401,7 +401,7 @@ def test_an_empty_note_gives_no_mark_no_link_and_no_page(tmp_path: Path, run) ->
 
 
 def test_a_blank_note_is_one_that_shows_nothing() -> None:
-    from zotsync.fulltext import blank_note
+    from zotsync.searchtext import blank_note
 
     assert all(blank_note(html) for html in EMPTY_NOTES)
     shown = ["<p>x</p>", "x", '<img data-attachment-key="A">', "<p>&amp;</p>", "<p>&lt;</p>", "<p>0</p>"]

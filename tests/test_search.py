@@ -36,7 +36,7 @@ from zotero_server import FakeLibrary
 from zotero_sqlite import build
 
 import zotsync
-from zotsync import fulltext
+from zotsync import searchtext
 from zotsync.app.pull import pull
 from zotsync.app.search import SearchHit, format_hit
 from zotsync.sources.memory import MemorySource
@@ -119,7 +119,7 @@ def index_agrees_with_items(path: Path) -> dict[str, tuple[str, ...]]:
     assert len(set(counts)) == 1, counts
     for paper_id, *columns in target.execute("SELECT rowid, * FROM search_index"):
         short = target.execute("SELECT * FROM search_short WHERE rowid = ?", (paper_id,)).fetchone()
-        assert tuple(short) == tuple(map(fulltext.short_terms, columns))
+        assert tuple(short) == tuple(map(searchtext.short_terms, columns))
     target.close()
     copy.unlink()
     return kept
@@ -455,7 +455,7 @@ def test_a_first_pull_into_an_indexed_store_indexes_each_paper_whole_whatever_th
         store.build_search_index()
         pull(SnapshotSource(path), store)
         for words in ("sketch", "autoscheduler", "image annotation", "ansor"):
-            assert [h.paper for h in store.search(fulltext.parse_query(words), 10)] == ["PAPR2345"], words
+            assert [h.paper for h in store.search(searchtext.parse_query(words), 10)] == ["PAPR2345"], words
     index_agrees_with_items(tmp_path / "store.sqlite")
 
 
@@ -473,9 +473,9 @@ def test_a_library_replaced_by_another_source_replaces_the_index_too(tmp_path: P
             ),
             store,
         )
-        assert store.search(fulltext.parse_query("sketch"), 10) == []
-        assert [h.paper for h in store.search(fulltext.parse_query("wombats"), 10)] == ["NWPR2345"]
-        assert [h.paper for h in store.search(fulltext.parse_query("目录"), 10)] == [
+        assert store.search(searchtext.parse_query("sketch"), 10) == []
+        assert [h.paper for h in store.search(searchtext.parse_query("wombats"), 10)] == ["NWPR2345"]
+        assert [h.paper for h in store.search(searchtext.parse_query("目录"), 10)] == [
             "title:only in the catalogue"
         ]
     index_agrees_with_items(path)
@@ -539,11 +539,11 @@ def test_a_killed_pull_leaves_index_and_data_agreeing(tmp_path: Path, where: str
     assert sqlite3.connect(db_path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert index_agrees_with_items(db_path) == before
     with Store(db_path) as store:
-        assert [h.paper for h in store.search(fulltext.parse_query("sketch"), 10)] == ["PAPR2345"]
-        assert store.search(fulltext.parse_query("marsupials"), 10) == []
+        assert [h.paper for h in store.search(searchtext.parse_query("sketch"), 10)] == ["PAPR2345"]
+        assert store.search(searchtext.parse_query("marsupials"), 10) == []
         pull(SnapshotSource(path), store)
-        assert [h.paper for h in store.search(fulltext.parse_query("marsupials"), 10)] == ["PAPR2345"]
-        assert [h.paper for h in store.search(fulltext.parse_query("platypus"), 10)] == ["PAPR2345"]
+        assert [h.paper for h in store.search(searchtext.parse_query("marsupials"), 10)] == ["PAPR2345"]
+        assert [h.paper for h in store.search(searchtext.parse_query("platypus"), 10)] == ["PAPR2345"]
     index_agrees_with_items(db_path)
 
 
@@ -580,9 +580,11 @@ HOSTILE = st.lists(
 def test_hostile_text_around_a_match_is_shown_as_text(before: str, after: str) -> None:
     """Whatever surrounds the match in a note (escape sequences, bidi overrides, line breaks, markup),
     the hit prints as exactly two lines with no control, and its JSON is the same text, escaped."""
-    text = fulltext.join([fulltext.note_text(f"<p>{html.escape(before)} zebrafish {html.escape(after)}</p>")])
+    text = searchtext.join(
+        [searchtext.note_text(f"<p>{html.escape(before)} zebrafish {html.escape(after)}</p>")]
+    )
     columns = ("", "", "", "", "", text, "")
-    found = fulltext.locate(fulltext.parse_query("zebrafish"), columns)
+    found = searchtext.locate(searchtext.parse_query("zebrafish"), columns)
     hit = SearchHit("ABCD2345", f"{before}title{after}", [f"{after}cat"], found.where, found.snippet)
     lines = format_hit(hit).split("\n")
     assert len(lines) == 2 and not any(UNSAFE.search(line) for line in lines)
@@ -830,13 +832,13 @@ def test_the_real_web_librarys_annotations_and_notes_are_found_on_their_paper(
                 f"{data.get('annotationText', '')} {data.get('annotationComment', '')}",
             )
         elif data["itemType"] == "note" and parent:
-            paper, text = data["parentItem"], fulltext.note_text(data.get("note", ""))
+            paper, text = data["parentItem"], searchtext.note_text(data.get("note", ""))
         else:
             continue
         paper_data = by_key.get(paper or "", {})
         if not paper_data or paper_data.get("deleted") or parent.get("deleted") or data.get("deleted"):
             continue
-        words = [w for w in fulltext.parse_query(text).words if len(w) >= 4]
+        words = [w for w in searchtext.parse_query(text).words if len(w) >= 4]
         if not words:
             continue
         chosen = rng.sample(words, min(2, len(words)))
@@ -867,7 +869,9 @@ def test_a_real_zotero_databases_notes_find_their_paper(tmp_path: Path, run: Run
     assert run("-q", "--config", str(config), "pull").code == 0
     checked = 0
     for parent, note_html in notes:
-        words = [w for w in fulltext.parse_query(fulltext.note_text(note_html or "")).words if len(w) >= 3]
+        words = [
+            w for w in searchtext.parse_query(searchtext.note_text(note_html or "")).words if len(w) >= 3
+        ]
         if words:
             assert parent in keys(search(run, config, *words[:3])), (parent, words[:3])
             checked += 1
@@ -884,7 +888,7 @@ def test_note_text_reads_what_a_reader_sees() -> None:
         "<script>var x = 1;</script>5 &gt; 3 &amp; done</div>"
     )
     assert (
-        fulltext.clean(fulltext.note_text(html))
+        searchtext.clean(searchtext.note_text(html))
         == "Title one two three four “quoted” (Doe, 2020) cell next 5 > 3 & done"
     )
 

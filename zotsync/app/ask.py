@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError, ZotsyncError
 
 if TYPE_CHECKING:
-    from .. import fulltext
+    from .. import searchtext
     from ..config import Config
     from ..export import Page
     from ..model import Item, PaperNotes, Placement
@@ -82,11 +82,11 @@ class ReadingList:
     def search(self, text: str, limit: int = SEARCH_LIMIT) -> Answer:
         """The hits of `zotsync search --format json`, best first, at most `limit`."""
         limit = _within("limit", limit, SEARCH_MOST)
-        from .. import fulltext
+        from .. import searchtext
 
-        if len(text) > fulltext.MAX_QUERY:
-            raise AskError(f"query is {len(text)} characters long; at most {fulltext.MAX_QUERY}")
-        query = fulltext.parse_query(text)
+        if len(text) > searchtext.MAX_QUERY:
+            raise AskError(f"query is {len(text)} characters long; at most {searchtext.MAX_QUERY}")
+        query = searchtext.parse_query(text)
         if not query.words:
             raise AskError("query has no word to look for (only spaces and punctuation)")
         from .search import hits_of, indexed_hits
@@ -217,7 +217,7 @@ class ReadingList:
         except ZotsyncError as exc:
             log.debug("the page is made at the first question: %s", exc)
 
-    def _own_search(self, query: fulltext.Query, limit: int) -> list[IndexHit]:
+    def _own_search(self, query: searchtext.Query, limit: int) -> list[IndexHit]:
         """`query` in an index of our own, made from the store read-only (`OwnIndex`) and kept while
         the page is: a reader never builds the store's (that writes it)."""
         from ..store.ownindex import OwnIndex

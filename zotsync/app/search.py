@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from .. import fulltext, normalize
+from .. import normalize, searchtext
 from ..catalogue import CatalogueFile
 from ..config import Config
 from ..errors import ConfigError, StoreError
@@ -60,9 +60,9 @@ class SearchHit:
 
 def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
     """The papers whose text holds every word of `text`, best first, at most `limit` of them."""
-    if len(text) > fulltext.MAX_QUERY:
-        raise ConfigError(f"the search text is {len(text)} characters long; at most {fulltext.MAX_QUERY}")
-    query = fulltext.parse_query(text)
+    if len(text) > searchtext.MAX_QUERY:
+        raise ConfigError(f"the search text is {len(text)} characters long; at most {searchtext.MAX_QUERY}")
+    query = searchtext.parse_query(text)
     if not query.words:
         raise ConfigError("the search text has no word to look for (only spaces and punctuation)")
     if limit < 1:
@@ -141,29 +141,29 @@ def _index_matched(store: Store, catalogue: Catalogue, catalogue_digest: str | N
     index_catalogue(store, catalogue, matches, catalogue_digest)
 
 
-def _found(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:
+def _found(store: Store, query: searchtext.Query, limit: int) -> list[SearchHit]:
     hits = store.search(query, limit)
     paths = Library(collections=store.collections()).collection_paths() if hits else {}
     return [_hit(query, hit, paths) for hit in hits]
 
 
-def indexed_hits(store: Store, query: fulltext.Query, limit: int) -> list[SearchHit]:
+def indexed_hits(store: Store, query: searchtext.Query, limit: int) -> list[SearchHit]:
     """`search` in the index as the last sync or search left it, writing nothing (for a reader that may
     not bring it up to date: `zotsync mcp`, beside a running sync)."""
     return _found(store, query, limit)
 
 
 def hits_of(
-    query: fulltext.Query, found: Sequence[IndexHit], collections: Sequence[Collection]
+    query: searchtext.Query, found: Sequence[IndexHit], collections: Sequence[Collection]
 ) -> list[SearchHit]:
     """What `search` shows of the papers an index `found` (a reader's own index: `store.ownindex`)."""
     paths = Library(collections=tuple(collections)).collection_paths() if found else {}
     return [_hit(query, hit, paths) for hit in found]
 
 
-def _hit(query: fulltext.Query, hit: IndexHit, paths: dict[str, str]) -> SearchHit:
+def _hit(query: searchtext.Query, hit: IndexHit, paths: dict[str, str]) -> SearchHit:
 
-    found = fulltext.locate(query, hit.columns)
+    found = searchtext.locate(query, hit.columns)
     curated = hit.curated
     if curated:
         categories: Sequence[str] = list(dict.fromkeys(c.category for c in curated))

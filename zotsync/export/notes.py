@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from ..formats import Output
-from ..fulltext import note_text
 from ..labels import Labels
 from ..model import Item, Link, PaperNotes, Placement
+from ..searchtext import note_text
 from .base import ExportInput, LinkPlan, link_labels
 from .mdtext import LINK_SCHEMES, heading, inline, line, link
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..facts import stored_version
-from ..fulltext import Query, blank_note
 from ..model import CHILD_TYPES, Changes, Collection, Item, ItemFacts, Library, PaperNotes
 from ..outputs import FileRecord
+from ..searchtext import Query, blank_note
 from . import searchindex
 from .codec import items_of, page_items
 from .derived import Derived

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import StoreError
-from ..fulltext import Query
+from ..searchtext import Query
 from . import searchindex
 from .failures import cause
 from .searchindex import Curated, IndexHit

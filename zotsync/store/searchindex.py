@@ -5,7 +5,7 @@ then kept in step with `items` by every pull (in its transaction) and with the c
 A paper is a regular item that is not in the trash, with the text of its child notes and of the
 annotations on its attachments; or a curated entry that matches no item. `search_index` (trigram
 tokenizer) holds each paper's fields as text and finds words of three characters or more;
-`search_short` holds what one- and two-character words match (fulltext.py says why two). Both share
+`search_short` holds what one- and two-character words match (searchtext.py says why two). Both share
 `search_papers.id` as their rowid. `search_curated` is the catalogue's side: each curated placement's
 paper, title, why and category, as the last sync (or search) that read the catalogue matched it.
 """
@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .. import fulltext
+from .. import searchtext
 from ..model import CHILD_TYPES
 from .codec import from_json
 
@@ -31,9 +31,9 @@ TABLES = frozenset(
     | {f"{table}_{shadow}" for table in (INDEX, SHORT) for shadow in _FTS_SHADOWS}
 )
 CURATED_STATE = "search_catalogue"  # sync_state: what the catalogue side was made from (see app/search.py)
-_COLUMNS = ", ".join(fulltext.COLUMNS)
-_MARKS = ", ".join("?" * len(fulltext.COLUMNS))
-_WEIGHTS = ", ".join(map(str, fulltext.WEIGHTS))
+_COLUMNS = ", ".join(searchtext.COLUMNS)
+_MARKS = ", ".join("?" * len(searchtext.COLUMNS))
+_WEIGHTS = ", ".join(map(str, searchtext.WEIGHTS))
 _BATCH = 500  # papers per statement or executemany
 
 
@@ -138,7 +138,7 @@ def _zotero_text(rows: Iterable[tuple[Any, ...]]) -> ZoteroText | None:
             if parent is None and item_type not in CHILD_TYPES:
                 top = row
         elif item_type == "note":
-            notes.append(fulltext.note_text(own if isinstance(own, str) else ""))
+            notes.append(searchtext.note_text(own if isinstance(own, str) else ""))
         elif item_type == "annotation":
             text, comment, sort_index = (str(v or "") for v in from_json(own))
             piece = " — ".join(part for part in (text, comment) if part.strip())
@@ -166,17 +166,17 @@ def _paper_text(
 ) -> ZoteroText:
     """A paper's text: creators as (last, first, name), annotations in reading order."""
     return ZoteroText(
-        fulltext.clean(title),
+        searchtext.clean(title),
         _listed(name or f"{first} {last}".strip() for last, first, name in creators),
         _listed(tags),
-        fulltext.clean(abstract if isinstance(abstract, str) else ""),
-        fulltext.join(notes),
-        fulltext.join(annotations),
+        searchtext.clean(abstract if isinstance(abstract, str) else ""),
+        searchtext.join(notes),
+        searchtext.join(annotations),
     )
 
 
 def _listed(names: Iterable[str]) -> str:
-    return "; ".join(name for name in map(fulltext.clean, names) if name)
+    return "; ".join(name for name in map(searchtext.clean, names) if name)
 
 
 def _columns(zotero: ZoteroText | None, curated: Sequence[tuple[str, str]]) -> tuple[str, ...] | None:
@@ -184,11 +184,11 @@ def _columns(zotero: ZoteroText | None, curated: Sequence[tuple[str, str]]) -> t
     if zotero is None and not curated:
         return None
     titles = [zotero.title] if zotero else []
-    titles += [t for t in dict.fromkeys(fulltext.clean(title) for title, _ in curated) if t not in titles]
-    why = fulltext.join(dict.fromkeys(why for _, why in curated))
+    titles += [t for t in dict.fromkeys(searchtext.clean(title) for title, _ in curated) if t not in titles]
+    why = searchtext.join(dict.fromkeys(why for _, why in curated))
     if zotero is None:
-        return (fulltext.PIECES.join(titles), "", "", "", why, "", "")
-    return (fulltext.PIECES.join(titles), zotero.authors, zotero.tags, zotero.abstract, why, zotero.notes,
+        return (searchtext.PIECES.join(titles), "", "", "", why, "", "")
+    return (searchtext.PIECES.join(titles), zotero.authors, zotero.tags, zotero.abstract, why, zotero.notes,
             zotero.annotations)  # fmt: skip
 
 
@@ -308,7 +308,7 @@ def _insert(db: sqlite3.Connection, rows: Sequence[tuple[int, str, tuple[str, ..
     )
     db.executemany(
         f"INSERT INTO {SHORT} (rowid, {_COLUMNS}) VALUES (?, {_MARKS})",
-        ((i, *map(fulltext.short_terms, c)) for i, _, c in rows),
+        ((i, *map(searchtext.short_terms, c)) for i, _, c in rows),
     )
 
 
@@ -354,13 +354,13 @@ class IndexHit(NamedTuple):
 
     paper: str
     score: float  # bm25: lower is better
-    columns: tuple[str, ...]  # its fields, in fulltext.COLUMNS order
+    columns: tuple[str, ...]  # its fields, in searchtext.COLUMNS order
     zotero_title: str | None  # None: no item in the store
     collections: tuple[str, ...]  # the item's collection keys
     curated: tuple[Curated, ...]  # its curated placements, in catalogue order
 
 
-def search(db: sqlite3.Connection, query: fulltext.Query, limit: int) -> list[IndexHit]:
+def search(db: sqlite3.Connection, query: searchtext.Query, limit: int) -> list[IndexHit]:
     """The best `limit` papers for `query`, best first (bm25, weighted by field; both indexes' scores
     summed when both take part)."""
     if query.long and query.short:
@@ -394,7 +394,7 @@ def search(db: sqlite3.Connection, query: fulltext.Query, limit: int) -> list[In
             IndexHit(
                 paper,
                 score,
-                _stored(db, paper_id) or ("",) * len(fulltext.COLUMNS),
+                _stored(db, paper_id) or ("",) * len(searchtext.COLUMNS),
                 item[0] if item else None,
                 tuple(from_json(item[1])) if item else (),
                 tuple(Curated(*row) for row in curated),
@@ -408,7 +408,7 @@ def papers(db: sqlite3.Connection) -> Mapping[str, tuple[str, ...]]:
     return {
         paper: tuple(row)
         for paper, *row in db.execute(
-            f"SELECT p.paper, {', '.join('s.' + c for c in fulltext.COLUMNS)}"
+            f"SELECT p.paper, {', '.join('s.' + c for c in searchtext.COLUMNS)}"
             f" FROM search_papers p JOIN {INDEX} s ON s.rowid = p.id"
         )
     }
