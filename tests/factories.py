@@ -1147,3 +1147,99 @@ def parse(text: str) -> bibtexparser.bibdatabase.BibDatabase:
     parser = BibTexParser(common_strings=False, ignore_nonstandard_types=False)
     parser.homogenise_fields = False
     return bibtexparser.loads(text, parser=parser)
+
+
+# -- the scholarly graph's tests (test_citations.py, bench/bench_citations.py) ---------------------------
+
+# What the fake OpenAlex knows of the demo's papers, made up for the tests: their counts, open copies, a
+# retraction, and the works they cite. W9001–W9003 are works the library lacks.
+TVM = Paper(
+    "TVM: An Automated End-to-End Optimizing Compiler for Deep Learning",
+    ("Tianqi Chen", "Thierry Moreau"),
+    "2018",
+    "OSDI",
+    doi="10.5555/3291168.3291211",
+    openalex="W9001",
+    cited_by=1500,
+    known_by=("openalex",),
+)
+HALIDE = Paper(
+    "Halide: A Language and Compiler for Optimizing Parallelism, Locality, and Recomputation",
+    ("Jonathan Ragan-Kelley",),
+    "2013",
+    "PLDI",
+    doi="10.1145/2491956.2462176",
+    openalex="W9002",
+    cited_by=900,
+    known_by=("openalex",),
+)
+CUTLASS = Paper("CUTLASS notes", ("Andrew Kerr",), "2019", "GitHub", openalex="W9003", known_by=("openalex",))
+GRAPH_PAPERS = (
+    Paper(  # Zotero's DOI is upper case; OpenAlex answers it lower case with its https://doi.org/ prefix
+        "The Deep Learning Compiler: A Comprehensive Survey",
+        ("Mingzhen Li",),
+        "2021",
+        "TPDS",
+        doi="10.1109/TPDS.2020.3030548",
+        openalex="W3092",
+        cited_by=412,
+        references=("W9001", "W9002", "W9003", "W3101"),
+        oa_url="https://arxiv.org/pdf/2002.03794",
+        known_by=("openalex",),
+    ),
+    Paper(  # retracted (in this made-up world)
+        "MLIR: Scaling Compiler Infrastructure for Domain Specific Computation",
+        ("Chris Lattner",),
+        "2021",
+        "CGO",
+        doi="10.1109/CGO51591.2021.9370308",
+        openalex="W3101",
+        cited_by=97,
+        references=("W9001", "W9002"),
+        retracted=True,
+        known_by=("openalex",),
+    ),
+    Paper(  # a work with no references
+        "TIRAMISU: A Polyhedral Compiler for Expressing Fast and Portable Code",
+        ("Riyadh Baghdadi",),
+        "2019",
+        "CGO",
+        doi="10.1109/CGO.2019.8661197",
+        openalex="W2903",
+        cited_by=250,
+        known_by=("openalex",),
+    ),
+    Paper(  # no DOI in Zotero: found by its title
+        "Rammer: Enabling Holistic Deep Learning Compiler Optimizations with rTasks",
+        ("Lingxiao Ma",),
+        "2020",
+        "OSDI",
+        openalex="W3040",
+        cited_by=120,
+        references=("W9001", "W9002", "W3092"),
+        known_by=("openalex",),
+    ),
+    Paper(  # the trap: nearly the title of the library's ROLLER, another paper by other authors
+        "ROLLER: Fast and Efficient Tensor Compilation for Deep Learning Accelerators on Edge",
+        ("Somebody Else",),
+        "2022",
+        "Other",
+        openalex="W4000",
+        cited_by=7777,
+        known_by=("openalex",),
+    ),
+    TVM,
+    HALIDE,
+    CUTLASS,
+)
+
+
+def with_citations(project: Path, server: MetadataServer, **keys: Any) -> str:
+    """The demo's config with the scholarly graph on (enrichment's lookups off) against `server`."""
+    keys = {"enabled": False, "citations": True, "deadline": 600, **keys}
+    keys["endpoints"] = {"openalex": server.endpoints()["openalex"]}
+    section = ["enrich:"] + [f"  {key}: {json.dumps(value)}" for key, value in keys.items()]
+    config = project / "config" / "zotsync.yaml"
+    with config.open("a", encoding="utf-8") as stream:
+        stream.write("\n".join(section) + "\n")
+    return str(config)

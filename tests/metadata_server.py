@@ -49,6 +49,16 @@ class Paper:
     kind: str = "proceedings"
     journal_ref: str = ""  # arXiv's note of where it appeared
     known_by: tuple[str, ...] = SERVICES
+    # OpenAlex's graph of it (the scholarly graph's fields, as the real responses give them)
+    openalex: str = ""  # its work id, W…; made from the title when empty
+    cited_by: int = 0
+    references: tuple[str, ...] = ()  # the ids of the works it cites
+    retracted: bool = False
+    oa_url: str = ""  # its best open-access location's PDF
+
+    @property
+    def work_id(self) -> str:
+        return self.openalex or f"W{abs(hash(self.title)) % 10**10}"
 
     @property
     def family(self) -> str:
@@ -154,6 +164,11 @@ class MetadataServer(Served):
         with self._lock:
             self._faults[service].extend(faults)
 
+    def heal(self, service: str) -> None:
+        """Drop the faults still waiting for `service`: it answers again."""
+        with self._lock:
+            self._faults[service].clear()
+
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
@@ -206,6 +221,8 @@ class MetadataServer(Served):
             if paper is None:
                 return _Answer(404, b"Resource not found.", "text/plain")
             return _json({"status": "ok", "message-type": "work", "message": _crossref(paper)})
+        if service == "openalex" and path == "/works" and "filter" in params:
+            return _json(self._filter(params["filter"], params.get("select", "")))
         if service == "openalex" and path == "/works":
             found = self._search(params.get("search", ""), service)
             return _json({"meta": {"count": len(found)}, "results": [_openalex(p) for p in found]})
@@ -233,6 +250,27 @@ class MetadataServer(Served):
         scored = sorted(ids, key=lambda i: (-sum(i in p for p in postings), i))
         return [self.papers[i] for i in scored if service in self.papers[i].known_by][:5]
 
+    def _filter(self, text: str, select: str) -> dict[str, Any]:
+        """OpenAlex's `filter=doi:a|b|…` or `filter=openalex:W1|W2|…` (its batch questions): the works
+        among the known papers, in OpenAlex's order (not the question's), with only the fields selected."""
+        by, _, values = text.partition(":")
+        wanted = {_doi_key(v) if by == "doi" else v.upper() for v in values.split("|")}
+        if len(wanted) > 100:
+            return {"error": "Invalid query parameters error.", "message": "max 100 values"}
+        found = [
+            p
+            for p in self.papers
+            if "openalex" in p.known_by
+            and ((_doi_key(p.doi) if p.doi else None) if by == "doi" else p.work_id) in wanted
+        ]
+        fields = [f for f in select.split(",") if f]
+        works = [
+            {k: v for k, v in _openalex(p).items() if not fields or k in fields}
+            for p in sorted(found, key=lambda p: p.work_id)
+        ]
+        meta = {"count": len(works), "db_response_time_ms": 12, "page": 1, "per_page": len(works)}
+        return {"meta": meta, "results": works, "group_by": []}
+
     def _by_doi(self, doi: str, service: str) -> Paper | None:
         return next(
             (
@@ -242,6 +280,11 @@ class MetadataServer(Served):
             ),
             None,
         )
+
+
+def _doi_key(doi: str) -> str:
+    """A DOI as OpenAlex matches it: without its resolver prefix, in lower case."""
+    return re.sub(r"^(https?://(dx\.)?doi\.org/|doi:)", "", doi.strip(), flags=re.I).casefold()
 
 
 def _words(text: str) -> list[str]:
@@ -308,8 +351,8 @@ def _crossref(p: Paper) -> dict[str, Any]:
 
 def _openalex(p: Paper) -> dict[str, Any]:
     return {
-        "id": f"https://openalex.org/W{abs(hash(p.title)) % 10**10}",
-        "doi": f"https://doi.org/{p.doi}" if p.doi else None,
+        "id": f"https://openalex.org/{p.work_id}",
+        "doi": f"https://doi.org/{p.doi.casefold()}" if p.doi else None,  # OpenAlex's DOIs are lower case
         "title": p.title,
         "display_name": p.title,
         "publication_year": int(p.year),
@@ -323,6 +366,29 @@ def _openalex(p: Paper) -> dict[str, Any]:
             }
         },
         "authorships": [{"author": {"display_name": a}} for a in p.authors],
+        "cited_by_count": p.cited_by,
+        "counts_by_year": [{"year": int(p.year), "cited_by_count": p.cited_by}] if p.cited_by else [],
+        "is_retracted": p.retracted,
+        "open_access": {
+            "is_oa": bool(p.oa_url),
+            "oa_status": "green" if p.oa_url else "closed",
+            "oa_url": p.oa_url or None,
+            "any_repository_has_fulltext": bool(p.oa_url),
+        },
+        "best_oa_location": (
+            {
+                "is_oa": True,
+                "landing_page_url": p.oa_url,
+                "pdf_url": p.oa_url,
+                "source": None,
+                "license": None,
+                "version": "acceptedVersion",
+            }
+            if p.oa_url
+            else None
+        ),
+        "referenced_works_count": len(p.references),
+        "referenced_works": [f"https://openalex.org/{w}" for w in p.references],
     }
 
 

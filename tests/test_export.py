@@ -38,7 +38,12 @@ def test_csv_header_and_columns_follow_the_contract() -> None:
     text = render_csv([row])
     assert text.splitlines()[0] == ",".join(COLUMNS)
     contract = "category,status,title,venue,year,why,authors,doi,url,note,noted,zotero_key,tags,collections"
-    assert COLUMNS[:14] == tuple(contract.split(",")) and COLUMNS[14:] == ("venue_source",)
+    assert COLUMNS[:14] == tuple(contract.split(",")) and COLUMNS[14:] == (
+        "venue_source",
+        "cited_by",
+        "retracted",
+        "open_access_url",
+    )
     assert "\r" not in text and text.endswith("\n")
     (parsed,) = list(csv.DictReader(io.StringIO(text)))
     assert parsed == {
@@ -57,6 +62,9 @@ def test_csv_header_and_columns_follow_the_contract() -> None:
         "tags": "x; y",
         "collections": "Top / Sub; Other",
         "venue_source": "dblp",
+        "cited_by": "",
+        "retracted": "",
+        "open_access_url": "",
     }
 
 

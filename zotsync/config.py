@@ -305,6 +305,12 @@ class ExportsConfig:
         False, "also write the vendored tablesort script for a MkDocs site: sortable tables"
     )
     notes: bool = flag(True, "a Markdown page per paper from its Zotero notes and annotations, linked to")
+    open_access_link: bool = flag(
+        False, "a link to the paper's open-access copy, when the scholarly graph (enrich.citations) knows one"
+    )
+    suggestions_page: bool = flag(
+        False, "also write suggestions.md: the works the page's papers cite that the library lacks"
+    )
     # Where the exports are read: how catalog.html and feed.xml link to a Markdown page.
     site: str = choice(
         "auto",

@@ -82,6 +82,13 @@ class Labels:
     ink: str = "Ink drawing"
     # after a note longer than a page shows (notes.MAX_NOTE): {shown} and {size} count its HTML's characters
     note_cut: str = "The note goes on in Zotero: this page shows the first {shown} of its {size} characters."
+    # the scholarly graph (enrich.citations)
+    cited_by: str = "Cited by"  # the optional column's header: how many works cite the paper
+    retracted: str = "⚠ Retracted"  # after a retracted paper's title, on every page and format
+    link_open: str = "Open copy"  # the link to an open-access copy (exports.open_access_link)
+    graph_title: str = "Citations among the papers"  # citations.html (the HTML export's picture)
+    graph_summary: str = "{papers} papers, {links} citations between them."
+    suggest_title: str = "Cited here, not on the list"  # suggestions.md
 
 
 # The templates and the placeholders each may use; other labels are written as they are.
@@ -93,6 +100,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "index_entries": frozenset({"entries", "read", "unread"}),
     "page_label": frozenset({"page"}),
     "note_cut": frozenset({"shown", "size"}),
+    "graph_summary": frozenset({"papers", "links"}),
 }
 # A column of the Markdown page (`exports.columns`) → the label of its header.
 COLUMN_LABELS: dict[str, str] = {
@@ -104,6 +112,7 @@ COLUMN_LABELS: dict[str, str] = {
     "authors": "authors",
     "year": "year",
     "added": "added",
+    "cited_by": "cited_by",
 }
 COLUMNS = ("status", "paper", "venue", "why", "links")  # the seed page's, in its order
 
@@ -179,6 +188,12 @@ BUILT_IN: dict[str, Labels] = {
         image="图片",
         ink="手绘",
         note_cut="笔记在 Zotero 中还有后续：本页只显示其 {size} 个字符中的前 {shown} 个。",
+        cited_by="被引",
+        retracted="⚠ 已撤稿",
+        link_open="开放获取",
+        graph_title="清单论文之间的引用",
+        graph_summary="{papers} 篇论文，其间 {links} 条引用。",
+        suggest_title="被清单引用但不在清单中的文献",
         **_SHARED,
         **_MARKS,
     ),

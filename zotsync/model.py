@@ -409,6 +409,9 @@ class Library:
     # item key → the metadata a processor found for the item (a venue, a year, a DOI that Zotero lacks),
     # handed over by the processor's `attach`: what reconcile reads of any processor, by no name.
     found: Mapping[str, FoundMetadata] = field(default_factory=dict, compare=False, repr=False)
+    # item key → what a processor learnt of the work itself (citations, retraction, an open copy), handed
+    # over by the processor's `attach`: the page reads it whoever found it.
+    works: Mapping[str, WorkFacts] = field(default_factory=dict, compare=False, repr=False)
     # processor name → item key → what that processor derived for the item (zotsync/processing), joined
     # in by the processor itself (`Processor.attach`), for the processors' own use.
     derived: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False, repr=False)
@@ -515,6 +518,14 @@ class FoundMetadata(NamedTuple):
     doi: str  # the DOI to fill where Zotero has none
 
 
+class WorkFacts(NamedTuple):
+    """What a scholarly graph (OpenAlex, zotsync/processing/citations) says of a Zotero item's work."""
+
+    cited_by: str = ""  # how many works cite it, as digits; empty when unknown
+    retracted: bool = False
+    open_access_url: str = ""  # where a reader without a subscription finds it; empty when none
+
+
 class Link(NamedTuple):
     label: str
     url: str
@@ -582,6 +593,9 @@ class Placement(NamedTuple):
     # where `venue` came from: curated, zotero, or the metadata service that found it; empty when unknown
     venue_source: str = ""
     noted_by_curator: bool = False  # `noted` is the curator's own (true or false), which a note page keeps
+    cited_by: str = ""  # works citing it (enrich.citations), as digits; empty when unknown
+    retracted: bool = False  # the work was retracted: every format says so
+    open_access_url: str = ""  # an open-access copy of it; empty when none is known
 
     @property
     def curated(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from ..export.record import ExportRecord, export_inputs
 from ..export.writer import write_exports
 from ..formats import Needs
 from ..gcpause import bulk_phase
-from ..model import Catalogue, Library, Placement
+from ..model import Catalogue, Library, Link, Placement
 from ..outputs import FileRecord
 from ..plan import kept_note_pages as kept_by_plan
 from ..plan import restricted
@@ -69,6 +69,8 @@ def merge(
     reconciliation = reconcile(catalogue, library, options_of(config, links, enriched))
     scope = scope_of(config, catalogue)
     rows = page_rows(reconciliation.placements, scope)
+    if links and config.exports.open_access_link:
+        rows = tuple(with_open_copies(rows))
     files = plan(config, rows, store if notes_plan else None)
     if files.notes:
         rows = tuple(notes.with_note_links(rows, files))
@@ -77,6 +79,14 @@ def merge(
         everything = dataclasses.replace(scope, scope="library")
         page = dataclasses.replace(page, library_rows=page_rows(reconciliation.placements, everything))
     return Merged(page, reconciliation, library, files, derived=derived)
+
+
+def with_open_copies(rows: Sequence[Placement]) -> Iterator[Placement]:
+    """Each row with a link to its open-access copy (`exports.open_access_link`), after its own links."""
+    for row in rows:
+        if row.open_access_url and all(link.url != row.open_access_url for link in row.links):
+            row = row._replace(links=(*row.links, Link("Open copy", row.open_access_url, "open")))
+        yield row
 
 
 def layout_of(config: Config) -> Layout:

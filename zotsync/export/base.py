@@ -152,6 +152,7 @@ def link_labels(links: Sequence[Link], labels: Labels) -> list[tuple[str, Link]]
         "zotero": labels.link_zotero,
         "archive": labels.link_archive,
         "note": labels.link_note,
+        "open": labels.link_open,
     }
     shown, pdfs = [], 0
     for each in links:

@@ -1,5 +1,6 @@
 """One CSV row per placement: the contract's columns in its order, then `venue_source` (where the venue
-came from: curated, zotero, or the metadata service that found it; empty when unknown).
+came from: curated, zotero, or the metadata service that found it; empty when unknown), then the
+scholarly graph's `cited_by`, `retracted` and `open_access_url` (empty when `enrich.citations` is off).
 
 The standard library's writer: byte for byte what pandas wrote (pandas writes through it too), faster
 at 100k rows, and nothing heavy to import.
@@ -34,6 +35,9 @@ COLUMNS = (
     "tags",
     "collections",
     "venue_source",
+    "cited_by",  # the scholarly graph's (enrich.citations): empty when it is off or knows nothing
+    "retracted",
+    "open_access_url",
 )
 # A cell starting with one of these gets a `'`. CR and LF: a CR is written as LF, and a cell that started
 # with CR keeps its guard.
@@ -82,6 +86,9 @@ def _record(row: Placement) -> list[str]:
         "; ".join(row.tags),
         collections_cell(row.collections),
         row.venue_source,
+        row.cited_by,
+        "true" if row.retracted else "",
+        row.open_access_url,
     ]
     if _NEEDS_CLEANING.search("".join(values)):  # one search a row: most rows need nothing
         values = [one_line_ending(strip_controls(value)) for value in values]

@@ -99,6 +99,7 @@ class Words:
     status: dict[tuple[bool, bool], str]  # (read, noted) → the Status cell
     no_title: str
     no_venue: str
+    retracted: str  # after a retracted paper's title
 
     @classmethod
     def of(cls, labels: Labels) -> Words:
@@ -108,7 +109,7 @@ class Words:
             for read in (True, False)
             for noted in (True, False)
         }
-        return cls(status, cell(labels.no_title), cell(labels.no_venue))
+        return cls(status, cell(labels.no_title), cell(labels.no_venue), f" **{cell(labels.retracted)}**")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +130,16 @@ class Table:
             return cls(header, (), (labels, words))
         make: dict[str, Callable[[Placement], str]] = {
             "status": lambda row: words.status[row.status == "read", row.noted],
-            "paper": lambda row: cell(row.title) or words.no_title,
+            "paper": lambda row: (
+                (cell(row.title) or words.no_title) + (words.retracted if row.retracted else "")
+            ),
             "venue": lambda row: venue_cell(row, words, layout.venue_length),
             "why": lambda row: why_cell(row, labels),
             "links": lambda row: links_cell(row, labels, here),
             "authors": lambda row: authors_cell(row, labels),
             "year": lambda row: cell(row.year),
             "added": lambda row: cell(row.added),
+            "cited_by": lambda row: row.cited_by,  # digits only (the processor keeps nothing else)
         }
         return cls(header, tuple(make[column] for column in columns))
 
@@ -153,6 +157,8 @@ def table_row(row: Placement, labels: Labels, words: Words) -> str:
     # Data that shows nothing (empty, or only spaces and controls) gives way to the page's words.
     # Inline, not venue_cell and why_cell: a 100k-row page runs this once per row.
     title = cell(row.title) or words.no_title
+    if row.retracted:
+        title += words.retracted
     venue = cell(row.venue) or (f"{words.no_venue} · {cell(row.year)}" if row.year else words.no_venue)
     tags = row.tags
     why = cell(row.why) or (

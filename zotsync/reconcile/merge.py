@@ -24,6 +24,7 @@ from ..model import (
     Link,
     Placement,
     Status,
+    WorkFacts,
     is_preprint,
 )
 from .match import MatchResult, item_arxiv_ids, match
@@ -66,7 +67,7 @@ def reconcile(catalogue: Catalogue, library: Library, options: Options = Options
             children[item.parent_key].append(item)
     paths = library.collection_paths()
     facts = matches.facts  # of every item a row can show
-    row = _RowBuilder(options, children, paths, facts, library.found, library.library_url)
+    row = _RowBuilder(options, children, paths, facts, library.found, library.library_url, library.works)
 
     rows: dict[str, list[Placement]] = {c.name: [] for c in catalogue.categories}
     conflicts: list[tuple[str, Status, Status]] = []
@@ -134,6 +135,7 @@ class _RowBuilder:
     facts: Mapping[str, ItemFacts]  # of every item a row is built for
     enriched: Mapping[str, FoundMetadata]  # item key → what a metadata processor found
     library_url: str = ""  # the library's web page, for `zotero_link_kind` web
+    works: Mapping[str, WorkFacts] = field(default_factory=dict)  # item key → its citations, retraction
     # Per run, not per row: the read and unread tags as sets, and both (the status tags, never shown).
     read_tags: frozenset[str] = field(init=False)
     unread_tags: frozenset[str] = field(init=False)
@@ -185,6 +187,9 @@ class _RowBuilder:
             added=base.added,
             venue_source="curated" if entry.venue else base.venue_source,
             noted_by_curator=entry.noted is not None,
+            cited_by=base.cited_by,
+            retracted=base.retracted,
+            open_access_url=base.open_access_url,
         )
 
     def uncurated(self, item: Item, category: str) -> Placement:
@@ -196,6 +201,7 @@ class _RowBuilder:
             year, doi = year or found.year, doi or found.doi
         venue = derive_venue(item, self.options.venues, year, facts.venue_source)
         source = "zotero" if venue else ""
+        work = self.works.get(item.key) if self.works else None
         if found is not None and (
             not venue
             or (
@@ -224,6 +230,9 @@ class _RowBuilder:
             collections=tuple([paths[c] for c in collections if c in paths]) if collections else (),
             added=item.get("dateAdded")[:10],
             venue_source=source if venue else "",
+            cited_by=work.cited_by if work is not None else "",
+            retracted=work is not None and work.retracted,
+            open_access_url=work.open_access_url if work is not None else "",
         )
 
     def zotero_status(self, item: Item, facts: ItemFacts) -> Status | None:

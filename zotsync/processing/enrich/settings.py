@@ -94,6 +94,17 @@ class EnrichConfig:
     prefer_published: bool = flag(
         True, "a preprint whose published version a service knows shows the published venue"
     )
+    citations: bool = flag(
+        False,
+        "sync also asks OpenAlex for each paper's citation count, references, retraction and open copy",
+    )
+    citations_max_age_days: float = number(
+        30,
+        0,
+        3650,
+        "days a citation count is kept before OpenAlex is asked again (references: until the item changes)",
+        "must be a number of days from 0 to 3650",
+    )
 
     def endpoint(self, service: str) -> str:
         return self.endpoints.get(service) or ENRICH_SERVICES[service]

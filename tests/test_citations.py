@@ -1,0 +1,174 @@
+"""The scholarly graph end to end: the demo synced against a fake OpenAlex on 127.0.0.1
+(tests/metadata_server.py, built from the shapes of ../shared/fixtures/metadata-apis/openalex/), checked
+against what the fake was told (factories.GRAPH_PAPERS), never against zotsync's own output."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace as dc_replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from factories import GRAPH_PAPERS, FakeClock, demo_csv_rows, with_citations
+from metadata_server import Fault, MetadataServer
+
+from zotsync import processing
+from zotsync.app.sync import run_sync
+from zotsync.config import load_config
+from zotsync.processing.citations import run as citations_run
+from zotsync.store import Store
+
+SURVEY, MLIR, TIRAMISU, RAMMER, ROLLER_TRAP = GRAPH_PAPERS[:5]
+
+
+@pytest.fixture
+def openalex(metadata_api, fake_time: FakeClock, monkeypatch: pytest.MonkeyPatch) -> MetadataServer:
+    monkeypatch.setattr(MetadataServer, "clock", fake_time)
+    return metadata_api(*GRAPH_PAPERS)
+
+
+def rows_by_title(project: Path) -> dict[str, dict[str, str]]:
+    return {row["title"]: row for row in demo_csv_rows(project)}
+
+
+def stored(project: Path) -> dict[str, dict]:
+    with Store(project / ".zotsync" / "zotsync.sqlite") as store:
+        return {key: r.value for key, r in store.derived("citations").items()}
+
+
+def test_counts_retraction_and_open_copies_reach_the_csv_as_the_fake_knows_them(
+    project: Path, run, openalex: MetadataServer
+) -> None:
+    config = with_citations(project, openalex)
+    result = run("--config", config, "sync", "--json")
+    assert result.code == 0, result.err
+    rows = rows_by_title(project)
+    # Zotero's DOI 10.1109/TPDS… is OpenAlex's https://doi.org/10.1109/tpds…: the same paper
+    survey = rows[SURVEY.title]
+    assert (survey["cited_by"], survey["retracted"], survey["open_access_url"]) == ("412", "", SURVEY.oa_url)
+    assert (rows[MLIR.title]["cited_by"], rows[MLIR.title]["retracted"]) == ("97", "true")
+    assert rows[TIRAMISU.title]["cited_by"] == "250"  # a work with no references
+    assert rows[RAMMER.title]["cited_by"] == "120"  # no DOI in Zotero: found by its title
+    # the trap: OpenAlex's nearest title is another paper; its 7777 citations never reach ROLLER's row
+    roller = next(row for title, row in rows.items() if title.startswith("ROLLER"))
+    assert roller["cited_by"] == ""
+    assert all(row["cited_by"] in ("", "412", "97", "250", "120") for row in rows.values())
+    values = stored(project)
+    assert values[next(k for k, v in values.items() if v.get("id") == "W2903")]["references"] == []
+    assert next(v for v in values.values() if v.get("id") == "W3040")["references"] == [
+        "W9001",
+        "W9002",
+        "W3092",
+    ]
+    assert [v["outcome"] for v in values.values()].count("ambiguous") == 1
+    # the DOI'd papers went in one batch: 35 DOIs, one request; the others one title search each
+    batches = [r for r in openalex.requests if "filter" in r.params]
+    assert len(batches) == 1 and batches[0].params["filter"].count("|") == 34
+    searches = [r for r in openalex.requests if "search" in r.params]
+    assert len(searches) == len(openalex.requests) - 1
+    # the retracted paper says so on the Markdown page
+    page = (project / "exports" / "catalog.md").read_text(encoding="utf-8")
+    (mlir_line,) = [line for line in page.splitlines() if MLIR.title in line]
+    assert "已撤稿" in mlir_line
+    assert sum("已撤稿" in line for line in page.splitlines()) == 1
+    assert json.loads(result.out)["processed"]["citations"]["found"] == 4
+
+
+def test_an_unchanged_library_asks_nothing_and_reads_nothing(
+    project: Path, run, openalex: MetadataServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = with_citations(project, openalex)
+    assert run("-q", "--config", config, "sync").code == 0
+    openalex.reset()
+
+    def unread(job: processing.Job) -> None:
+        raise AssertionError("the library was read although nothing was due")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(processing.Job, "library", unread)
+        result = run("--config", config, "sync", "--json")
+    assert result.code == 0
+    assert openalex.requests == []
+    assert json.loads(result.out)["processed"]["citations"]["requests"] == 0
+
+
+def test_counts_are_asked_again_after_their_age_by_id_batches_and_references_are_kept(
+    project: Path, openalex: MetadataServer
+) -> None:
+    config = load_config(Path(with_citations(project, openalex, citations_max_age_days=30)))
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    first = run_sync(config, clock=lambda: start).processed[0].counts
+    assert first["found"] == 4
+    openalex.reset()
+    assert run_sync(config, clock=lambda: start + timedelta(days=29)).processed[0].counts["requests"] == 0
+    assert openalex.requests == []
+    openalex.papers[0] = dc_replace(SURVEY, cited_by=500, references=())  # OpenAlex counts more now
+    later = run_sync(config, clock=lambda: start + timedelta(days=31)).processed[0].counts
+    assert later["refreshed"] == 4
+    by_id = [r for r in openalex.requests if r.params.get("filter", "").startswith("openalex:")]
+    assert len(by_id) == 1 and "referenced_works" not in by_id[0].params["select"]
+    assert sorted(by_id[0].params["filter"].removeprefix("openalex:").split("|")) == sorted(
+        ["W3092", "W3101", "W2903", "W3040"]
+    )
+    assert rows_by_title(project)[SURVEY.title]["cited_by"] == "500"
+    survey = next(v for v in stored(project).values() if v.get("id") == "W3092")
+    assert survey["references"] == list(SURVEY.references)  # kept: the item did not change
+
+
+@pytest.mark.parametrize(
+    "fault", [Fault.status_code(500, body=b"Internal Server Error"), Fault.html()], ids=["500", "html-200"]
+)
+def test_a_failing_service_is_one_warning_and_the_items_wait(
+    project: Path, run, openalex: MetadataServer, fault: Fault
+) -> None:
+    openalex.inject("openalex", *[fault] * 10)
+    config = with_citations(project, openalex)
+    result = run("--config", config, "sync", "--json")
+    assert result.code == 0
+    warnings = [line for line in result.err.splitlines() if "citations: openalex" in line]
+    assert len(warnings) == 1, result.err
+    assert "<" not in warnings[0]
+    assert all(row["cited_by"] == "" for row in demo_csv_rows(project))
+    counts = json.loads(result.out)["processed"]["citations"]
+    assert counts["waiting"] == counts["due"] > 0
+    # the next run, with the service back, asks for them
+    openalex.heal("openalex")
+    assert run("-q", "--config", config, "sync").code == 0
+    assert rows_by_title(project)[SURVEY.title]["cited_by"] == "412"
+
+
+def test_a_hanging_service_is_given_up_after_its_timeout(
+    project: Path, run, metadata_api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limits_for = citations_run.limits_for
+
+    def short(service: str, polite: bool):
+        return dc_replace(limits_for(service, polite), timeout=0.2, min_interval=0.0, retry_wait=0.01)
+
+    monkeypatch.setattr(citations_run, "limits_for", short)
+    server = metadata_api(*GRAPH_PAPERS)
+    server.inject("openalex", *[Fault.hang(3.0)] * 3)
+    config = with_citations(project, server)
+    started = time.monotonic()
+    result = run("--config", config, "sync")
+    assert result.code == 0
+    assert "citations: openalex: the request timed out" in result.err
+    assert time.monotonic() - started < 30
+
+
+def test_requests_carry_mailto_and_off_asks_nothing(project: Path, run, openalex: MetadataServer) -> None:
+    config = with_citations(project, openalex, citations=False)
+    assert run("-q", "--config", config, "sync").code == 0
+    assert openalex.requests == []
+    assert all(row["cited_by"] == "" for row in demo_csv_rows(project))
+    with open(config, "a", encoding="utf-8") as stream:
+        stream.write("")
+    text = Path(config).read_text(encoding="utf-8").replace("citations: false", "citations: true")
+    Path(config).write_text(text + '  mailto: "curator@example.org"\n', encoding="utf-8")
+    assert run("-q", "--config", config, "sync").code == 0
+    assert openalex.requests and all(
+        r.params.get("mailto") == "curator@example.org" for r in openalex.requests
+    )
+    assert all("mailto:curator@example.org" in r.headers.get("User-Agent", "") for r in openalex.requests)
