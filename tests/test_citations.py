@@ -15,8 +15,13 @@ from factories import GRAPH_PAPERS, FakeClock, demo_csv_rows, with_citations
 from metadata_server import Fault, MetadataServer
 
 from zotsync import processing
+from zotsync.app.page import merge
 from zotsync.app.sync import run_sync
+from zotsync.catalogue import load_catalogue
 from zotsync.config import load_config
+from zotsync.digest import News
+from zotsync.export import LinkPlan
+from zotsync.export.atom import render_atom
 from zotsync.processing.citations import run as citations_run
 from zotsync.store import Store
 
@@ -172,3 +177,40 @@ def test_requests_carry_mailto_and_off_asks_nothing(project: Path, run, openalex
         r.params.get("mailto") == "curator@example.org" for r in openalex.requests
     )
     assert all("mailto:curator@example.org" in r.headers.get("User-Agent", "") for r in openalex.requests)
+
+
+def test_a_retracted_paper_is_marked_in_every_format_and_status_lists_it(
+    project: Path, run, openalex: MetadataServer
+) -> None:
+    config = with_citations(project, openalex)
+    text = Path(config).read_text(encoding="utf-8")
+    wider = "formats: [md, csv, html, bib, atom]\n  open_access_link: true"
+    Path(config).write_text(text.replace("formats: [md, csv]", wider), encoding="utf-8")
+    assert run("-q", "--config", config, "sync").code == 0
+    exports = project / "exports"
+    html_page = (exports / "catalog.html").read_text(encoding="utf-8")
+    (row,) = [line for line in html_page.split("<tr") if "MLIR: Scaling" in line]
+    assert "已撤稿" in row and html_page.count("已撤稿") == 1
+    # the open copy, under its own label, on the page and in its Markdown
+    (survey,) = [line for line in html_page.split("<tr") if "The Deep Learning Compiler:" in line]
+    assert f'href="{SURVEY.oa_url}"' in survey and "开放获取" in survey
+    assert f"[开放获取]({SURVEY.oa_url})" in (exports / "catalog.md").read_text(encoding="utf-8")
+    bib = (exports / "catalog.bib").read_text(encoding="utf-8")
+    (mlir,) = [entry for entry in bib.split("\n@") if "{MLIR}: Scaling" in entry]
+    assert "note = {Retracted}" in mlir and bib.count("Retracted") == 1
+    # the feed starts empty (the first sync is its baseline): an entry about the paper, as a later sync
+    # would make it, says so in its title
+    loaded = load_config(Path(config))
+    with Store(project / ".zotsync" / "zotsync.sqlite") as store:
+        merged = merge(loaded, load_catalogue(loaded.catalog, loaded.path), store)
+    (row,) = [r for r in merged.page.rows if r.title == MLIR.title][:1]
+    news = News(
+        "read", "key:" + row.zotero_key, "2026-12-02T09:30:00Z", row.title, "", "", "", (), "", row.zotero_key
+    )
+    feed = render_atom(merged.page, merged.library, [news], LinkPlan())
+    titles = [line for line in feed.splitlines() if "<title>" in line and "已撤稿" in line]
+    assert len(titles) == 1 and "MLIR" in titles[0]
+    result = run("--config", config, "status", "--format", "json")
+    (listed,) = json.loads(result.out)["retracted"]
+    assert listed["title"] == MLIR.title
+    assert "retracted papers on the page" in run("--config", config, "status").out

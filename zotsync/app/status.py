@@ -80,6 +80,8 @@ class StatusReport:
     enrichment: EnrichmentSummary = dataclasses.field(
         default_factory=lambda: EnrichmentSummary({"filled": 0, "ambiguous": 0, "not_found": 0}, {}, [])
     )
+    # papers on the page that OpenAlex says were retracted (enrich.citations): zotero_key, title, categories
+    retracted: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -160,7 +162,18 @@ def _status_report(config: Config) -> StatusReport:
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
         enrichment=enrichment_summary(answers, library, config.enrich.services),
+        retracted=retracted(rows),
     )
+
+
+def retracted(rows: Sequence[Placement]) -> list[dict[str, Any]]:
+    """The page's retracted papers, once each, with the categories they sit in."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.retracted:
+            paper = found.setdefault(row.zotero_key, {"zotero_key": row.zotero_key, "title": row.title})
+            paper.setdefault("categories", []).append(row.category)
+    return list(found.values())
 
 
 def unmatched_entries(
@@ -321,6 +334,11 @@ def format_text(report: dict[str, Any]) -> str:
             lambda u: f"{u['zotero_key']} in {', '.join(u['categories'])}",
         ),
         ("inbox items not yet curated", report["inbox"], lambda i: f"{i['title']} [{i['zotero_key']}]"),
+        (
+            "retracted papers on the page (OpenAlex says so: take them off, or say why in their why)",
+            report.get("retracted") or [],
+            lambda r: f"{r['title']} [{r['zotero_key']}] in {', '.join(r['categories'])}",
+        ),
     )
     for heading, rows, show in sections:
         lines.append(f"{heading}: {len(rows)}")

@@ -64,12 +64,15 @@ def render_atom(page: Page, library: Library, feed: Sequence[News], plan: LinkPl
         generator.link(href=_address(plan, shown), rel="alternate")
     generator.updated(_when(feed[0].when) if feed else EMPTY_FEED_UPDATED)
     authors: dict[str, tuple[str, ...]] = {}
+    retracted = {row.zotero_key for row in page.rows if row.retracted and row.zotero_key}
     for row in page.rows:
         if row.zotero_key and row.authors:
             authors.setdefault(row.zotero_key, row.authors)
     for news in feed:
         note = plan.notes.get(news.zotero_key, "") if news.zotero_key else ""
-        _entry(generator, base, news, labels, authors.get(news.zotero_key, ()), note and _address(plan, note))
+        address = note and _address(plan, note)
+        mark = news.zotero_key in retracted  # known retracted now, whenever the news was made
+        _entry(generator, base, news, labels, authors.get(news.zotero_key, ()), address, mark)
     return generator.atom_str(pretty=True).decode("utf-8")
 
 
@@ -86,11 +89,13 @@ def _entry(
     labels: Labels,
     authors: Sequence[str],
     note: str,
+    retracted: bool = False,
 ) -> None:
     entry = generator.add_entry(order="append")
     entry.id(uuid.uuid5(base, f"{news.kind}\n{news.identity}\n{news.when}").urn)
     kind = labels.feed_added if news.kind == "added" else labels.feed_read
-    entry.title(f"{_text(kind)}: {_text(news.title) or _text(labels.no_title)}")
+    mark = f" {_text(labels.retracted)}" if retracted else ""
+    entry.title(f"{_text(kind)}: {_text(news.title) or _text(labels.no_title)}{mark}")
     entry.updated(_when(news.when))
     for author in authors:
         if name := _text(author):

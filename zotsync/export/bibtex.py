@@ -340,6 +340,8 @@ def entry(paper: Paper) -> dict[str, str]:
     if arxiv:
         fields["eprint"] = verbatim(arxiv)
         fields["archiveprefix"] = "arXiv"
+    if row.retracted:  # a reader citing it should know; plain words, which every style prints
+        fields["note"] = "Retracted"
     if kind == "unpublished" and "note" not in fields:
         fields["note"] = "Unpublished"  # @unpublished requires a note
     return fields

@@ -152,6 +152,8 @@ _YEAR = 'inputmode="numeric" maxlength="4" size="4" autocomplete="off"'
 def _row(row: Placement, labels: Labels, marks: dict[bool, str], plan: LinkPlan) -> str:
     status = marks[row.status == "read"] + (f" {labels.noted}" if row.noted else "")
     title = text(row.title) or text(labels.no_title)
+    if row.retracted:
+        title += f' <strong class="retracted">{text(labels.retracted)}</strong>'
     venue = text(row.venue) or text(labels.no_venue + (f" · {row.year}" if row.year else ""))
     why = text(row.why) or (text(labels.tags + " / ".join(row.tags)) if row.tags else "")
     links = " / ".join(
