@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from factories import GRAPH_PAPERS, FakeClock, demo_csv_rows, with_citations
+from factories import GRAPH_PAPERS, HALIDE, TVM, FakeClock, demo_csv_rows, with_citations
 from metadata_server import Fault, MetadataServer
 
 from zotsync import processing
@@ -214,3 +214,51 @@ def test_a_retracted_paper_is_marked_in_every_format_and_status_lists_it(
     (listed,) = json.loads(result.out)["retracted"]
     assert listed["title"] == MLIR.title
     assert "retracted papers on the page" in run("--config", config, "status").out
+
+
+def test_suggest_names_the_works_several_papers_cite_that_the_library_lacks(
+    project: Path, run, openalex: MetadataServer
+) -> None:
+    config = with_citations(project, openalex)
+    assert run("-q", "--config", config, "suggest").code == 1  # no graph in the store yet
+    assert run("-q", "--config", config, "sync").code == 0
+    openalex.reset()
+    result = run("--config", config, "suggest", "--min", "2", "--format", "json")
+    assert result.code == 0, result.err
+    found = json.loads(result.out)
+    # the truth, from the fake's papers: who on the page cites what
+    page = {row["zotero_key"] for row in demo_csv_rows(project)}
+    keys = {v["id"]: k for k, v in stored(project).items() if not k.startswith("work:") and v.get("id")}
+    citing: dict[str, set[str]] = {}
+    for paper in GRAPH_PAPERS:
+        if keys.get(paper.openalex) in page:
+            for work in paper.references:
+                citing.setdefault(work, set()).add(keys[paper.openalex])
+    expected = {w for w, by in citing.items() if len(by) >= 2 and w not in keys}
+    assert {s["openalex"] for s in found} == expected == {"W9001", "W9002"}
+    assert [s["title"] for s in found] == [TVM.title, HALIDE.title]  # TVM is cited more widely
+    assert found[0]["doi"] == TVM.doi and found[0]["year"] == "2018"
+    assert all(s["cited_by_list"] == len(citing[s["openalex"]]) == len(s["citing"]) for s in found)
+    assert set(found[0]["citing"]) == citing["W9001"]
+    # titles by one batch of ids, then kept: the next run asks nothing
+    (asked,) = openalex.requests
+    assert sorted(asked.params["filter"].removeprefix("openalex:").split("|")) == ["W9001", "W9002"]
+    openalex.reset()
+    assert run("-q", "--config", config, "suggest", "--min", "2").code == 0
+    assert openalex.requests == []
+    assert json.loads(run("--config", config, "suggest", "--min", "4", "--format", "json").out) == []
+    page_md = run("--config", config, "suggest", "--min", "2", "--format", "md").out
+    assert f"[{TVM.title}](https://doi.org/{TVM.doi})" in page_md
+
+
+def test_the_suggestions_page_is_written_with_the_exports(
+    project: Path, run, openalex: MetadataServer
+) -> None:
+    config = with_citations(project, openalex)
+    text = Path(config).read_text(encoding="utf-8")
+    Path(config).write_text(
+        text.replace("formats: [md, csv]", "formats: [md, csv]\n  suggestions_page: true")
+    )
+    assert run("-q", "--config", config, "sync").code == 0
+    page = (project / "exports" / "suggestions.md").read_text(encoding="utf-8")
+    assert TVM.title in page and HALIDE.title in page and "CUTLASS" not in page  # cited by three, one

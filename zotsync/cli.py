@@ -418,6 +418,41 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str) 
     state.say(search.summary(hits, limit))
 
 
+@cli.command("suggest")
+@click.option(
+    "--min",
+    "minimum",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="Works cited by at least N of the page's papers.",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N", help="At most N works."
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
+@pass_state
+def suggest_command(state: _State, minimum: int, limit: int, fmt: str) -> None:
+    """The works cited by at least N of the page's papers that the library lacks, best first: the list's
+    blind spots (needs enrich.citations and a sync)."""
+    from .app.suggest import suggest
+
+    found, page = suggest(state.config, minimum, limit)
+    if fmt == "json":
+        click.echo(json_safe(json.dumps([s.to_dict() for s in found], ensure_ascii=False, indent=2)))
+    elif fmt == "md":
+        click.echo(page, nl=False)
+    else:
+        from .export.suggestions import format_text
+
+        if found:
+            click.echo(format_text(found))
+        state.say(
+            f"{len(found)} works cited by at least {minimum} of the page's papers that the library lacks"
+        )
+
+
 @cli.command("mcp")
 @click.option(
     "--transport",

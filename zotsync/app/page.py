@@ -91,7 +91,13 @@ def with_open_copies(rows: Sequence[Placement]) -> Iterator[Placement]:
 
 def layout_of(config: Config) -> Layout:
     exports = config.exports
-    return Layout(exports.columns, exports.venue_length, exports.sortable, exports.zotero_links)
+    return Layout(
+        exports.columns,
+        exports.venue_length,
+        exports.sortable,
+        exports.zotero_links,
+        exports.suggestions_page,
+    )
 
 
 def rows_under(config: Config, catalogue: Catalogue, library: Library) -> tuple[Placement, ...]:

@@ -24,6 +24,7 @@ class Layout:
     venue_length: int = 0  # the longest venue shown whole; 0: every venue whole
     sortable: bool = False  # also write the sortable-tables script for a MkDocs site
     zotero_links: str = "local"  # `exports.zotero_links`: only `local` puts zotero:// links on note pages
+    suggestions: bool = False  # `exports.suggestions_page`: also write suggestions.md
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from .. import normalize
 from ..formats import Exporter, Needs, Output
 from ..labels import COLUMN_LABELS, COLUMNS, Labels, labels_for
 from ..model import ZOTERO_KEY, Placement
-from . import notes
+from . import notes, suggestions
 from .base import ExportInput, Layout, LinkPlan, link_labels
 from .mdtext import cell, heading, inline, line, link
 
@@ -379,6 +379,10 @@ def _outputs(given: ExportInput) -> Iterator[Output]:
         )
     if page.layout.sortable:
         yield from asset_outputs()
+    if page.layout.suggestions:
+        yield Output(
+            PurePosixPath(suggestions.PAGE), suggestions.page_of(page.rows, given.library, page.labels)
+        )
     yield from notes.outputs(given)
 
 

@@ -29,7 +29,7 @@ from ..enrich.services import (
     openalex_hits,
     words,
 )
-from .work import NAME
+from .work import NAME, WORK
 
 log = logging.getLogger("zotsync")
 
@@ -41,6 +41,8 @@ WORK_FIELDS = (
     "cited_by_count,counts_by_year,is_retracted,best_oa_location,open_access,referenced_works"
 )
 COUNT_FIELDS = "id,doi,cited_by_count,counts_by_year,is_retracted,best_oa_location,open_access"
+CITED_FIELDS = "id,doi,title,display_name,publication_year,cited_by_count"  # a work the list cites
+ID_BATCH = 100  # ids a request when only titles are asked: OpenAlex's most values in one filter
 _T = TypeVar("_T")
 
 
@@ -101,7 +103,7 @@ def graph(job: Job) -> Run:
         return run
     known = job.results()
     asks = _asks(job)
-    forget = [key for key in known if key not in asks]
+    forget = [key for key in known if key not in asks and not key.startswith(WORK)]
     stamp = now.isoformat(timespec="seconds")
     new, stale = _due(asks, known, max_age, now, job.refresh)
     run.due = len(new) + len(stale)
@@ -122,6 +124,14 @@ def graph(job: Job) -> Run:
         for units, step in steps:
             for unit in units:
                 run.waiting += _take(api, step, unit)
+        if job.config.exports.suggestions_page:  # the page lists them with their titles: ask for those
+
+            def titles(batch: list[str]) -> int:
+                save(cited_works(api, batch, stamp))
+                return len(batch)
+
+            for ids in _chunks(untitled_works(saved), ID_BATCH):
+                _take(api, titles, ids)
         run.requests = api.requests
         run.failure = api.failure
         run.deadline_reached = api.deadline_reached or api.out_of_time()
@@ -173,6 +183,26 @@ def _take(api: OpenAlex, step: Callable[[Any], int], unit: Any) -> int:
         api.fail(ServiceFailed("openalex answered in a form zotsync cannot read"))
         return size
     return 0
+
+
+def untitled_works(results: Mapping[str, Derived], minimum: int = 3) -> list[str]:
+    """The works cited by at least `minimum` of the items that the library does not hold and that were
+    never asked about: what suggestions.md would list without a title."""
+    held: set[str] = set()
+    counts: dict[str, int] = {}
+    for key, result in results.items():
+        value = result.value
+        if key.startswith(WORK) or not isinstance(value, dict):
+            continue
+        if value.get("id"):
+            held.add(str(value["id"]))
+        for work in set(value.get("references") or ()):
+            counts[work] = counts.get(work, 0) + 1
+    return sorted(
+        work
+        for work, count in counts.items()
+        if count >= minimum and work not in held and WORK + work not in results
+    )
 
 
 def _chunks(values: Sequence[_T], size: int) -> Iterator[list[_T]]:
@@ -290,6 +320,26 @@ def _refresh(
         run.refreshed += 1
     save(results)
     return len(batch)
+
+
+def cited_works(api: OpenAlex, ids: list[str], stamp: str) -> list[Derived]:
+    """The title, year, DOI and count of the works `ids` (at most ID_BATCH), as kept (`work:W…`); a
+    work OpenAlex does not return is kept with no title, so that it is not asked about again."""
+    works = api.works("openalex", ids, CITED_FIELDS)
+    by_id = {openalex_id(first_text(work.get("id"))): work for work in works}
+    kept = []
+    for work_id in ids:
+        work = by_id.get(work_id, {})
+        cited = work.get("cited_by_count")
+        value = {
+            "outcome": "work",
+            "title": (first_text(work.get("title")) or first_text(work.get("display_name")))[:MAX_TEXT],
+            "year": str(work.get("publication_year") or "")[:4],
+            "doi": normalize.doi_name(first_text(work.get("doi"))),
+            "cited_by": cited if isinstance(cited, int) and not isinstance(cited, bool) else None,
+        }
+        kept.append(Derived(WORK + work_id, "", value, stamp))
+    return kept
 
 
 # -- a work as kept ---------------------------------------------------------------------------------------

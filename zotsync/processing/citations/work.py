@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from ...model import WorkFacts
 
 NAME = "citations"  # the processor's name: its results in the store, its report
+WORK = "work:"  # the key of a cited work's record among its results (`work:W…`): not an item's
 
 
 def work_facts(value: Mapping[str, Any]) -> WorkFacts | None:
