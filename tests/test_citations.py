@@ -262,3 +262,97 @@ def test_the_suggestions_page_is_written_with_the_exports(
     assert run("-q", "--config", config, "sync").code == 0
     page = (project / "exports" / "suggestions.md").read_text(encoding="utf-8")
     assert TVM.title in page and HALIDE.title in page and "CUTLASS" not in page  # cited by three, one
+
+
+def test_the_html_export_writes_the_citation_picture_and_links_it(
+    project: Path, run, openalex: MetadataServer
+) -> None:
+    config = with_citations(project, openalex)
+    text = Path(config).read_text(encoding="utf-8")
+    Path(config).write_text(text.replace("formats: [md, csv]", "formats: [md, csv, html]"), encoding="utf-8")
+    assert run("-q", "--config", config, "sync").code == 0
+    picture = (project / "exports" / "citations.html").read_text(encoding="utf-8")
+    assert 'href="citations.html"' in (project / "exports" / "catalog.html").read_text(encoding="utf-8")
+    # the fake's truth: the survey cites MLIR, Rammer cites the survey; nothing else on the page
+    assert picture.count("<path ") == 2
+    assert picture.count("<circle ") - 2 == len({row["zotero_key"] for row in demo_csv_rows(project)})
+    assert "http://" not in picture.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in picture and "<script" not in picture
+
+
+def picture_of_300_papers() -> str:
+    """citations.html for 300 made-up papers in 9 categories, each citing up to four others."""
+    import random
+
+    from zotsync.export import graphpage
+    from zotsync.labels import labels_for
+    from zotsync.model import Library, Placement
+
+    chance = random.Random(31)
+    rows, graph = [], {}
+    for n in range(300):
+        category = f"Category {n % 9} <b>&</b>"  # Zotero's text, shown as text
+        key = f"K{n:07d}"
+        rows.append(
+            Placement(
+                category,
+                "read" if n % 3 else "unread",
+                f"Paper {n} <i>x</i>",
+                "",
+                "",
+                "",
+                (),
+                "",
+                "",
+                False,
+                (),
+                key,
+                (),
+                (),
+            )
+        )
+        graph[key] = {
+            "id": f"W{n}",
+            "references": [f"W{chance.randrange(300)}" for _ in range(chance.randrange(5))],
+        }
+    rows.sort(key=lambda row: row.category)
+    return graphpage.render(rows, Library(derived={"citations": graph}), labels_for("en"), "List")
+
+
+@pytest.mark.slow
+def test_the_picture_is_readable_at_300_papers_in_chromium_and_asks_no_other_host(
+    browser, tmp_path: Path
+) -> None:
+    page_file = tmp_path / "citations.html"
+    page_file.write_text(picture_of_300_papers(), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    try:
+        page.goto(page_file.as_uri())
+        assert asked == [page_file.as_uri()]  # nothing from another host, nothing at all but itself
+        dots = page.locator("circle[data-key]")
+        assert dots.count() == 300
+        boxes = page.evaluate(
+            "() => [...document.querySelectorAll('circle[data-key]')].map(c => {"
+            "const b = c.getBoundingClientRect(); return [b.x + b.width / 2, b.y + b.height / 2, b.width]})"
+        )
+        closest = min(
+            ((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2) ** 0.5
+            for i, a in enumerate(boxes)
+            for b in boxes[i + 1 :]
+        )
+        assert closest >= boxes[0][2]  # no two dots overlap
+        labels = page.evaluate(
+            "() => [...document.querySelectorAll('.categories text')].map(t => {"
+            "const b = t.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom, t.textContent]})"
+        )
+        assert len(labels) == 9 and all("<b>&</b>" in label[4] for label in labels)
+        for i, a in enumerate(labels):
+            for b in labels[i + 1 :]:
+                assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)  # apart
+        assert page.locator("i").count() == 0  # the titles' markup stayed text
+        page.screenshot(path=str(tmp_path / "citations.png"))
+        assert (tmp_path / "citations.png").stat().st_size > 20_000
+    finally:
+        page.close()

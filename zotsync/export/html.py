@@ -27,6 +27,7 @@ from ..formats import Exporter, Needs, Output
 from ..labels import Labels
 from ..model import Placement
 from ..text import flatten
+from . import graphpage
 from .base import ExportInput, LinkPlan, Page, link_labels
 from .mdtext import safe_target
 
@@ -62,7 +63,7 @@ def href(url: str) -> str | None:
 PAGE = "catalog.html"
 
 
-def render_html(page: Page, plan: LinkPlan | None = None) -> str:
+def render_html(page: Page, plan: LinkPlan | None = None, graph: bool = False) -> str:
     """`plan`: where the other files are, and the site that serves this one as it is (a row's link to a
     note page or the tags page goes to the address the site gives it)."""
     plan = plan or LinkPlan()
@@ -94,7 +95,10 @@ def render_html(page: Page, plan: LinkPlan | None = None) -> str:
     if description := text(page.description):
         parts.append(f"<p>{description}</p>")
     summary = labels.summary.format(entries=len(rows), read=read, unread=len(rows) - read)
-    parts += [f'<p class="muted">{text(summary)}</p>', "</header>"]
+    parts.append(f'<p class="muted">{text(summary)}</p>')
+    if graph:  # the picture of the page's citations beside it (enrich.citations)
+        parts.append(f'<p><a href="{graphpage.PAGE}">{text(labels.graph_title)}</a></p>')
+    parts.append("</header>")
     parts += _form(labels, rows, categories)
     parts.append("<main>")
     head = "".join(
@@ -174,7 +178,13 @@ def _link(label: str, url: str, served: str) -> str:
 
 
 def _outputs(given: ExportInput) -> Iterator[Output]:
-    yield Output(PurePosixPath(PAGE), render_html(given.page, given.plan))
+    graph = graphpage.has_graph(given.library)
+    yield Output(PurePosixPath(PAGE), render_html(given.page, given.plan, graph))
+    if graph:
+        page = given.page
+        yield Output(
+            PurePosixPath(graphpage.PAGE), graphpage.render(page.rows, given.library, page.labels, page.title)
+        )
 
 
 EXPORTER = Exporter(
