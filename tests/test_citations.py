@@ -356,3 +356,16 @@ def test_the_picture_is_readable_at_300_papers_in_chromium_and_asks_no_other_hos
         assert (tmp_path / "citations.png").stat().st_size > 20_000
     finally:
         page.close()
+
+
+def test_the_markdown_page_may_show_the_cited_by_column(project: Path, run, openalex: MetadataServer) -> None:
+    config = with_citations(project, openalex)
+    text = Path(config).read_text(encoding="utf-8")
+    Path(config).write_text(
+        text.replace("formats: [md, csv]", "formats: [md, csv]\n  columns: [paper, cited_by]")
+    )
+    assert run("-q", "--config", config, "sync").code == 0
+    page = (project / "exports" / "catalog.md").read_text(encoding="utf-8")
+    assert "| Paper | 被引 |" in page or "| Paper | Cited by |" in page
+    assert f"| {TIRAMISU.title} | 250 |" in page
+    assert f"| {RAMMER.title} | 120 |" in page
