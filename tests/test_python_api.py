@@ -46,6 +46,9 @@ def test_sync_then_the_frame_holds_the_demo_rows_as_the_reviewed_csv_does(projec
         year = record["year"]
         assert ("" if year is None or str(year) == "<NA>" else str(year)) == expected["year"]
         assert ("true" if record["noted"] else "false") == expected["noted"]
+        assert ("true" if record["retracted"] else "") == expected["retracted"]
+        cited = record["cited_by"]
+        assert ("" if cited is None or str(cited) == "<NA>" else str(cited)) == expected["cited_by"]
         for column in (
             "category",
             "status",
@@ -57,6 +60,7 @@ def test_sync_then_the_frame_holds_the_demo_rows_as_the_reviewed_csv_does(projec
             "note",
             "zotero_key",
             "venue_source",
+            "open_access_url",
         ):
             assert record[column] == expected[column], (column, record["title"])
 

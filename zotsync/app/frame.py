@@ -36,7 +36,11 @@ def catalogue_frame(config: Config) -> pandas.DataFrame:
             "tags": [list(r.tags) for r in rows],
             "collections": [list(r.collections) for r in rows],
             "venue_source": [r.venue_source for r in rows],
+            "cited_by": [int(r.cited_by) if r.cited_by else None for r in rows],
+            "retracted": [r.retracted for r in rows],
+            "open_access_url": [r.open_access_url for r in rows],
         }
     frame = pandas.DataFrame(columns)
     frame["year"] = frame["year"].astype("Int64")
+    frame["cited_by"] = frame["cited_by"].astype("Int64")
     return frame
