@@ -223,6 +223,10 @@ def _asks(job: Job) -> dict[str, Ask]:
         facts = library.facts.get(key) or item_facts(item)
         found = library.found.get(key)
         doi = normalize.doi(normalize.doi_name(facts.doi) or (found.doi if found else ""))
+        if (
+            "," in doi or "|" in doi
+        ):  # would split OpenAlex's filter (`,` between filters, `|` between values)
+            doi = ""  # found by its title instead
         year = facts.year or (found.year if found else "")
         query = Query(key, item.item_type, item.title.strip(), item.first_family, year, doi, "", False, ())
         asks[key] = Ask(key, doi, query)
