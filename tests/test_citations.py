@@ -369,3 +369,19 @@ def test_the_markdown_page_may_show_the_cited_by_column(project: Path, run, open
     assert "| Paper | 被引 |" in page or "| Paper | Cited by |" in page
     assert f"| {TIRAMISU.title} | 250 |" in page
     assert f"| {RAMMER.title} | 120 |" in page
+
+
+def test_the_run_ends_by_its_deadline_and_the_next_one_goes_on(
+    project: Path, openalex: MetadataServer
+) -> None:
+    """On the fake clock: OpenAlex's pace (a request each 0.105 s) lets about five requests into 0.5 s."""
+    config = load_config(Path(with_citations(project, openalex, deadline=0.5)))
+    first = run_sync(config).processed[0].counts
+    assert 0 < first["requests"] <= 6 and first["waiting"] > 0
+    assert first["found"] + first["not_found"] + first["ambiguous"] + first["waiting"] == first["due"]
+    runs = 1
+    while run_sync(config).processed[0].counts["waiting"] and runs < 30:
+        runs += 1
+    assert runs > 1
+    assert rows_by_title(project)[RAMMER.title]["cited_by"] == "120"
+    assert rows_by_title(project)[SURVEY.title]["cited_by"] == "412"
