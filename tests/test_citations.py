@@ -385,3 +385,30 @@ def test_the_run_ends_by_its_deadline_and_the_next_one_goes_on(
     assert runs > 1
     assert rows_by_title(project)[RAMMER.title]["cited_by"] == "120"
     assert rows_by_title(project)[SURVEY.title]["cited_by"] == "412"
+
+
+def test_suggest_without_openalex_lists_the_works_by_their_ids(
+    project: Path, run, openalex: MetadataServer
+) -> None:
+    config = with_citations(project, openalex)
+    assert run("-q", "--config", config, "sync").code == 0
+    openalex.inject("openalex", Fault.html())
+    result = run("--config", config, "suggest", "--min", "2", "--format", "json")
+    assert result.code == 0
+    assert [line for line in result.err.splitlines() if "suggest: openalex" in line] != []
+    assert {(s["openalex"], s["title"]) for s in json.loads(result.out)} == {("W9001", ""), ("W9002", "")}
+    # asked again next time, and then named
+    assert [
+        s["title"]
+        for s in json.loads(run("--config", config, "suggest", "--min", "2", "--format", "json").out)
+    ] == [
+        TVM.title,
+        HALIDE.title,
+    ]
+
+
+def test_suggest_says_so_when_the_graph_is_off(project: Path, run, openalex: MetadataServer) -> None:
+    config = with_citations(project, openalex, citations=False)
+    assert run("-q", "--config", config, "sync").code == 0
+    result = run("--config", config, "suggest")
+    assert result.code == 1 and "enrich.citations: true" in result.err
