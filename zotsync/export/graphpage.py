@@ -30,7 +30,8 @@ PALETTE = (
 GAP = 2  # empty slots between two categories' arcs
 SLOT = 11.0  # pixels of circumference per paper: dots of radius 4 never touch
 MIN_RADIUS = 220.0
-LABEL_ROOM = 190.0  # pixels around the circle for the categories' names
+LABEL_ROOM = 190.0
+BEND = 0.35  # pixels around the circle for the categories' names
 
 
 def _text(value: str) -> str:
@@ -104,8 +105,10 @@ def render(rows: Sequence[Placement], library: Library, labels: Labels, title: s
     curves = []
     for citing, cited in links:
         (x1, y1), (x2, y2) = where[citing], where[cited]
+        # bent a third of the way from the centre to the chord's middle: neighbours' curves hug the rim
+        qx, qy = centre + BEND * ((x1 + x2) / 2 - centre), centre + BEND * ((y1 + y2) / 2 - centre)
         curves.append(
-            f'<path d="M{x1:.1f} {y1:.1f} Q{centre:.1f} {centre:.1f} {x2:.1f} {y2:.1f}"'
+            f'<path d="M{x1:.1f} {y1:.1f} Q{qx:.1f} {qy:.1f} {x2:.1f} {y2:.1f}"'
             f' stroke="{colour[first[citing].category]}"/>'
         )
     summary = labels.graph_summary.format(papers=len(ordered), links=len(links))
