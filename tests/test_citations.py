@@ -412,3 +412,25 @@ def test_suggest_says_so_when_the_graph_is_off(project: Path, run, openalex: Met
     assert run("-q", "--config", config, "sync").code == 0
     result = run("--config", config, "suggest")
     assert result.code == 1 and "enrich.citations: true" in result.err
+
+
+def test_after_a_refresh_the_next_syncs_ask_nothing_again(
+    project: Path, openalex: MetadataServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config(Path(with_citations(project, openalex)))
+    text = config.path.read_text(encoding="utf-8")
+    config.path.write_text(text.replace("formats: [md, csv]", "formats: [md, csv]\n  suggestions_page: true"))
+    config = load_config(config.path)
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    run_sync(config, clock=lambda: start)
+    assert run_sync(config, clock=lambda: start + timedelta(days=31)).processed[0].counts["refreshed"] == 4
+    openalex.reset()
+    run_sync(config, clock=lambda: start + timedelta(days=32))  # reads the library once: the page changed
+
+    def unread(job: processing.Job) -> None:
+        raise AssertionError("the library was read although nothing was due")
+
+    monkeypatch.setattr(processing.Job, "library", unread)
+    for days in (33, 34):  # the cited works' titles, kept 33 days ago, never come due
+        assert run_sync(config, clock=lambda: start + timedelta(days=days)).processed[0].counts["due"] == 0
+    assert openalex.requests == []

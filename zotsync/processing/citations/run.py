@@ -98,7 +98,8 @@ def graph(job: Job) -> Run:
     run = Run()
     now = job.now()
     max_age = timedelta(days=settings.citations_max_age_days)
-    settled = _settled_mark(max_age, job.audience.digest if job.audience else "")
+    audience = job.audience.digest if job.audience else ""
+    settled = _settled_mark(max_age, audience, job.config.exports.suggestions_page)
     if not job.refresh and not job.dry_run and _still_settled(job.mark(), settled, job.store.generation, now):
         return run
     known = job.results()
@@ -141,7 +142,8 @@ def graph(job: Job) -> Run:
     if run.deadline_reached and not run.failure:
         log.info("citations: enrich.deadline reached; %d items wait for the next run", run.waiting)
     if not run.waiting and not job.dry_run:
-        due_at = min((_due_at(r, max_age) for r in saved.values()), default=None)
+        # a cited work's title is never asked again: only the items' answers come due
+        due_at = min((_due_at(r, max_age) for k, r in saved.items() if not k.startswith(WORK)), default=None)
         job.remember({**settled, "generation": job.store.generation, "due_at": due_at})
     else:
         job.remember(None)
@@ -245,8 +247,10 @@ def _due_at(result: Derived, max_age: timedelta) -> str:
     return (made + max_age).isoformat(timespec="seconds")
 
 
-def _settled_mark(max_age: timedelta, audience: str) -> dict[str, Any]:
-    what = [max_age.total_seconds(), BATCH, __version__, audience]
+def _settled_mark(max_age: timedelta, audience: str, titles: bool) -> dict[str, Any]:
+    """What must stay the same for a run to find nothing due without looking (`titles`: the cited
+    works' titles are asked for suggestions.md)."""
+    what = [max_age.total_seconds(), BATCH, __version__, audience, titles]
     return {"settings": hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]}
 
 
