@@ -432,5 +432,6 @@ def test_after_a_refresh_the_next_syncs_ask_nothing_again(
 
     monkeypatch.setattr(processing.Job, "library", unread)
     for days in (33, 34):  # the cited works' titles, kept 33 days ago, never come due
-        assert run_sync(config, clock=lambda: start + timedelta(days=days)).processed[0].counts["due"] == 0
+        when = start + timedelta(days=days)
+        assert run_sync(config, clock=lambda when=when: when).processed[0].counts["due"] == 0
     assert openalex.requests == []
