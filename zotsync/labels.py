@@ -82,6 +82,7 @@ class Labels:
     ink: str = "Ink drawing"
     # after a note longer than a page shows (notes.MAX_NOTE): {shown} and {size} count its HTML's characters
     note_cut: str = "The note goes on in Zotero: this page shows the first {shown} of its {size} characters."
+    related: str = "Related in this list"  # a note page's curated papers nearest in meaning (search.semantic)
 
 
 # The templates and the placeholders each may use; other labels are written as they are.
@@ -179,6 +180,7 @@ BUILT_IN: dict[str, Labels] = {
         image="图片",
         ink="手绘",
         note_cut="笔记在 Zotero 中还有后续：本页只显示其 {size} 个字符中的前 {shown} 个。",
+        related="清单中的相关论文",
         **_SHARED,
         **_MARKS,
     ),

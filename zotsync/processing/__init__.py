@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # the registry is read when a config is loaded: it imports ne
 log = logging.getLogger("zotsync")
 
 # Processor name → the module whose PROCESSOR it is, in the order `sync` runs them.
-BUILT_IN: dict[str, str] = {"enrich": "zotsync.processing.enrich"}
+BUILT_IN: dict[str, str] = {"enrich": "zotsync.processing.enrich", "meaning": "zotsync.processing.meaning"}
 GROUP = "zotsync.processors"  # the entry-point group of processor plugins
 
 __all__ = [

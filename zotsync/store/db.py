@@ -15,7 +15,7 @@ from ..facts import stored_version
 from ..model import CHILD_TYPES, Changes, Collection, Item, ItemFacts, Library, PaperNotes
 from ..outputs import FileRecord
 from ..searchtext import Query, blank_note
-from . import searchindex
+from . import searchindex, vectors
 from .codec import items_of, page_items
 from .derived import Derived
 from .failures import DAMAGED, cause, store_errors
@@ -574,6 +574,39 @@ class Store:
             if self.search_index:
                 searchindex.replace_curated(db, list(placements))
             write_state(db, {"search_catalogue": made_from})
+
+    # -- vectors of meaning (search.semantic) ---------------------------------------------------
+    @store_errors
+    def paper_texts(self) -> list[tuple[str, vectors.ZoteroText]]:
+        """Every paper's text, by key, read in one snapshot."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            return list(vectors.paper_texts(db))
+        finally:
+            db.execute("COMMIT")
+
+    @store_errors
+    def vectors_made_from(self) -> dict[str, str]:
+        return vectors.made_from(self._db)
+
+    @store_errors
+    def save_vectors(self, rows: Iterable[tuple[str, str, bytes]], gone: Iterable[str] = ()) -> None:
+        """Keep the vectors `rows` (paper, digest, float16 bytes) and drop those of `gone`, at once."""
+        with self._transaction() as db:
+            vectors.save(db, rows, gone)
+
+    @store_errors
+    def vectors_stamp(self) -> tuple[int, int]:
+        """Changes whenever a vector is saved or dropped: their count and the highest rowid."""
+        query = "SELECT count(*), coalesce(max(rowid), 0) FROM paper_vectors"
+        count, last = self._db.execute(query).fetchone()
+        return int(count), int(last)
+
+    @store_errors
+    def vectors(self) -> tuple[list[str], bytes]:
+        """Every stored vector: the papers' keys, and their float16 bytes joined in that order."""
+        return vectors.matrix(self._db)
 
     # -- reading --------------------------------------------------------------------------------
     @store_errors

@@ -497,6 +497,25 @@ def citation_key_on_the_page(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM item_page")
 
 
+@migration
+def paper_vectors(db: sqlite3.Connection) -> None:
+    """17: each paper's vector of meaning (`search.semantic`, store/vectors.py): a digest of the model and
+    the text it was made from, and the vector as float16 bytes. Made once: a store whose record lost the
+    later names (an upgrade from before them) may have it already."""
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'paper_vectors'").fetchone():
+        return
+    run_sql(
+        db,
+        """
+        CREATE TABLE paper_vectors (
+            paper TEXT PRIMARY KEY,   -- an item key
+            made_from TEXT NOT NULL,  -- a digest of the model and the text
+            vector BLOB NOT NULL      -- float16, little-endian
+        );
+        """,
+    )
+
+
 # Every table a migration (or the first search) makes: a store without the mark (application_id 0, from a
 # zotsync before it) is ours only if it has the migrations table and none but these
 # (`identity.identify`). A new migration's table joins here (tests/test_store.py checks that a new store
@@ -515,6 +534,7 @@ TABLES = frozenset(
         "derived",
         "feed_entries",
         "note_changes",
+        "paper_vectors",
     }
     | searchindex.TABLES
 )

@@ -1,0 +1,213 @@
+"""Vectors of meaning (`search.semantic`): each paper's title, curated why, tags, abstract and the start
+of its notes, embedded with the static model that an installed package carries (zotsync/embed.py).
+
+Only a paper whose text changed is embedded again: each stored vector keeps a digest of the model and of
+the text it was made from. A run with nothing due costs nothing: it notes the store's content generation
+and the catalogue's digest (`Job.remember`) and returns at once while both stay. Its results, per curated
+paper, are the curated papers nearest in meaning, which note pages show as "Related in this list".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..model import Library
+    from ..store import Store
+    from ..store.searchindex import ZoteroText
+    from . import Derived, Job, Report
+
+NAME = "meaning"
+RELATED_ON_PAGE = 5  # curated papers a note page lists as related
+NOTES_CHARS = 1000  # of a paper's notes: their start says what they are about
+_CHUNK = 2048  # papers embedded, then saved, at a time: an interrupted first run keeps what it made
+
+
+def paper_text(text: ZoteroText, whys: tuple[str, ...] = ()) -> str:
+    """What a paper's vector is made from."""
+    pieces = [text.title, *whys, text.tags, text.abstract, text.notes[:NOTES_CHARS]]
+    return "\n".join(piece for piece in pieces if piece)
+
+
+def text_digest(text: str) -> str:
+    from ..embed import model_digest
+
+    return hashlib.sha256(f"{model_digest()}\n{text}".encode()).hexdigest()[:32]
+
+
+class Meaning:
+    name = NAME
+
+    def enabled(self, config: Config) -> bool:
+        return config.search.semantic
+
+    def run(self, job: Job) -> Report:
+        from . import Report
+
+        try:
+            return update(job)
+        except Exception as exc:  # the model's package missing or damaged: the sync goes on without it
+            from ..embed import ModelMissing
+
+            if not isinstance(exc, ModelMissing | OSError | ValueError | KeyError):
+                raise
+            return Report(NAME, {"embedded": 0}, [f"search by meaning: {exc}"])
+
+    def attach(self, library: Library, results: Mapping[str, Derived]) -> Library:
+        related = {key: r.value for key, r in results.items() if isinstance(r.value, list)}
+        return replace(library, derived={**library.derived, NAME: related})
+
+
+PROCESSOR = Meaning()
+
+
+def _catalogue(job: Job) -> Any:
+    """The catalogue's file, read once; None when it cannot be (the sync says why)."""
+    from ..catalogue import CatalogueFile
+    from ..errors import ZotsyncError
+
+    try:
+        return CatalogueFile.read(job.config.catalog, job.config.path)
+    except ZotsyncError:
+        return None
+
+
+def _curated(job: Job, catalogue_file: Any) -> dict[str, tuple[str, ...]]:
+    """Each curated item's whys, by its key, in the catalogue's order."""
+    from ..errors import ZotsyncError
+    from ..reconcile import match
+
+    try:
+        catalogue = catalogue_file.load()
+    except ZotsyncError:  # the sync says what is wrong with it; the vectors are made without the whys
+        return {}
+    library = job.store.load_page(creators=True, attachments=False)
+    matches = match(catalogue.entries, library.items, library.facts)
+    whys: dict[str, list[str]] = {}
+    for entry in catalogue.entries:
+        item = matches.item_for(entry)
+        if item is not None:
+            whys.setdefault(item.key, [])
+            if entry.why and entry.why not in whys[item.key]:
+                whys[item.key].append(entry.why)
+    return {key: tuple(each) for key, each in whys.items()}
+
+
+def update(job: Job) -> Report:
+    from ..embed import model_digest
+    from . import Report
+
+    store = job.store
+    catalogue_file = _catalogue(job)
+    digest = catalogue_file.digest if catalogue_file is not None else None
+    mark = {"generation": store.generation, "catalogue": digest, "model": model_digest()}
+    if job.mark() == mark and not job.refresh:
+        return Report(NAME, {"embedded": 0})
+    whys = _curated(job, catalogue_file) if catalogue_file is not None else {}
+    made, removed, left = embed_due(store, whys, job.deadline, job.dry_run)
+    report = Report(NAME, {"embedded": made, "removed": removed, "waiting": left})
+    if left:
+        report.warnings.append(f"search by meaning: {left} papers wait for the next sync (deadline reached)")
+        return report
+    if not job.dry_run:
+        curated = list(whys)
+        job.save(related_results(store, curated), forget=set(job.results()) - set(curated))
+        job.remember(mark)
+    return report
+
+
+def embed_due(
+    store: Store, whys: Mapping[str, tuple[str, ...]], deadline: float = float("inf"), dry_run: bool = False
+) -> tuple[int, int, int]:
+    """Embed the papers whose text changed and drop the vectors of papers gone: (made, removed, left)."""
+    from ..embed import embed
+    from ..net import progress
+
+    start = time.monotonic()
+    stored = store.vectors_made_from()
+    due: list[tuple[str, str, str]] = []  # key, digest, text
+    keys = set()
+    for key, zotero in store.paper_texts():
+        keys.add(key)
+        text = paper_text(zotero, whys.get(key, ()))
+        digest = text_digest(text)
+        if stored.get(key) != digest:
+            due.append((key, digest, text))
+    gone = set(stored) - keys
+    if dry_run:
+        return len(due), len(gone), 0
+    made = 0
+    with progress(len(due), "embedding papers", shown=True, least=2000) as step:
+        for first in range(0, len(due), _CHUNK):
+            if time.monotonic() - start > deadline:
+                break
+            chunk = due[first : first + _CHUNK]
+            vectors = embed([text for _, _, text in chunk]).astype("<f2")
+            store.save_vectors(
+                ((key, digest, vectors[i].tobytes()) for i, (key, digest, _) in enumerate(chunk)),
+                gone if first == 0 else (),
+            )
+            made += len(chunk)
+            step(len(chunk))
+    if not due:
+        store.save_vectors((), gone)
+    return made, len(gone), len(due) - made
+
+
+def related_results(store: Store, curated: list[str]) -> list[Any]:
+    """Per curated paper, the curated papers nearest in meaning (`RELATED_ON_PAGE`), as results."""
+    from datetime import UTC, datetime
+
+    from . import Derived
+
+    matrix = Vectors.of(store)
+    wanted = [key for key in curated if key in matrix.row]
+    if len(wanted) < 2:
+        return []
+    import numpy as np
+
+    rows = matrix.values[[matrix.row[key] for key in wanted]].astype(np.float32)
+    scores = rows @ rows.T
+    np.fill_diagonal(scores, -np.inf)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    results = []
+    for i, key in enumerate(wanted):
+        best = np.argsort(-scores[i], kind="stable")[:RELATED_ON_PAGE]
+        near = [wanted[j] for j in best if np.isfinite(scores[i, j])]
+        inputs = hashlib.sha256("\n".join([key, *near]).encode()).hexdigest()[:16]
+        results.append(Derived(key, inputs, near, now))
+    return results
+
+
+class Vectors:
+    """The stored vectors as one matrix (float16, one row per paper) and each paper's row."""
+
+    def __init__(self, keys: list[str], values: Any) -> None:
+        self.keys = keys
+        self.values = values
+        self.row = {key: i for i, key in enumerate(keys)}
+        self._matrix: Any = None
+
+    @property
+    def matrix(self) -> Any:
+        """The vectors as float32, made once: numpy multiplies float16 without BLAS, several times slower."""
+        if self._matrix is None:
+            import numpy as np
+
+            self._matrix = self.values.astype(np.float32)
+        return self._matrix
+
+    @classmethod
+    def of(cls, store: Store) -> Vectors:
+        import numpy as np
+
+        from ..embed import DIMENSIONS
+
+        keys, blob = store.vectors()
+        values = np.frombuffer(blob, dtype="<f2").reshape(len(keys), DIMENSIONS)
+        return cls(keys, values)
