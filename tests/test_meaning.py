@@ -68,14 +68,15 @@ def objects(abstracts: dict[str, str] | None = None) -> list[dict]:
     return found
 
 
-def project(folder: Path, semantic: bool = True, papers: list[dict] | None = None) -> Path:
+def project(folder: Path, semantic: bool = True, papers: list[dict] | None = None, exports: str = "") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / "library.json", papers if papers is not None else objects())
     (folder / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
     config = folder / "zotsync.yaml"
     config.write_text(
         "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
-        f"exports: {{dir: out, language: en}}\nsearch: {{semantic: {'true' if semantic else 'false'}}}\n",
+        f"exports: {{dir: out, language: en{exports}}}\n"
+        f"search: {{semantic: {'true' if semantic else 'false'}}}\n",
         encoding="utf-8",
     )
     return config
@@ -205,15 +206,17 @@ def test_with_the_option_off_related_says_how_to_turn_it_on(run, tmp_path: Path)
     assert words.code == 0 and json.loads(words.out)[0]["zotero_key"] == "FUSEAAAA"
 
 
-def test_note_pages_list_related_curated_papers(run, tmp_path: Path) -> None:
-    config = project(tmp_path)
+def test_note_pages_list_related_papers_of_the_page(run, tmp_path: Path) -> None:
+    config = project(tmp_path, exports=", scope: curated")
     synced(run, config)
     page = (tmp_path / "out" / "notes" / "BIRDAAAA.md").read_text(encoding="utf-8")
     section = page.split("## Related in this list", 1)[1].split("\n## ", 1)[0]
-    # the other curated papers, by their titles; the one with a note page linked to it
-    assert "[Operator fusion for deep learning compilers](FUSEAAAA.md)" in section
-    assert "Predicting protein structure from sequence" in section
-    assert "Interest rates" not in section  # not curated: not in this list
+    # the page's other papers, by their titles; the one with a note page linked to it
+    assert sorted(section.strip().splitlines()) == [
+        "- Predicting protein structure from sequence",
+        "- [Operator fusion for deep learning compilers](FUSEAAAA.md)",
+    ]
+    assert "Interest rates" not in section  # not curated: not on this page
     off = project(tmp_path / "off", semantic=False)
     synced(run, off)
     assert "Related in this list" not in (tmp_path / "off" / "out" / "notes" / "BIRDAAAA.md").read_text()

@@ -78,18 +78,14 @@ def _vectors(store: Store) -> Vectors:
     return vectors
 
 
-def _nearest(vectors: Vectors, query: Any, limit: int, skip: str = "") -> list[tuple[str, float]]:
+def _nearest(vectors: Vectors, query: Any, limit: int) -> list[tuple[str, float]]:
+    """The papers whose vectors are nearest to `query` (cosine), best first."""
     import numpy as np
 
+    from ..processing.meaning import best
+
     scores = vectors.matrix @ query.astype(np.float32)
-    if skip in vectors.row:
-        scores[vectors.row[skip]] = -np.inf
-    count = min(limit, len(scores) - (1 if skip in vectors.row else 0))
-    if count <= 0:
-        return []
-    best = np.argpartition(-scores, count - 1)[:count]
-    best = best[np.lexsort((best, -scores[best]))]  # best first; a tie in key order, the same each time
-    return [(vectors.keys[i], float(scores[i])) for i in best]
+    return [(vectors.keys[i], float(scores[i])) for i in best(scores, limit)]
 
 
 def related(config: Config, key: str, limit: int = DEFAULT_LIMIT) -> list[Related]:
@@ -101,8 +97,7 @@ def related(config: Config, key: str, limit: int = DEFAULT_LIMIT) -> list[Relate
         vectors = _vectors(store)
         if key not in vectors.row:
             raise ConfigError(f"no paper with the Zotero key {one_line(key)!r} has a vector of meaning")
-        query = vectors.values[vectors.row[key]]
-        return _described(store, _nearest(vectors, query, limit, skip=key))
+        return _described(store, vectors.related(key, limit))
 
 
 def semantic(config: Config, text: str, limit: int) -> list[Related]:
