@@ -14,8 +14,8 @@ at random (the expected figure of a random ranking, worked out, not drawn):
     papers share a topic, so at random 0.08).
 - seed: the bundled demo (`zotsync init --demo`): the seed page's 64 curated papers and its owner's 14
   categories, a labelling nobody here wrote (titles, whys and the abstracts the demo has). For each
-  curated paper, the share of its 5 "Related in this list" papers (the curated papers nearest in
-  meaning, what its note page shows) that share one of its categories.
+  paper, the share of its 5 nearest among the 64 (ranked as `related` ranks the library) that share one
+  of its categories.
 
 Speed, at --papers papers (100,000: bench_scale.py's synthetic library, about 1.33 items per paper, an
 ~800-character abstract on every other paper, 5,000 curated entries), with the real `zotsync` command:
@@ -193,6 +193,7 @@ def quality_written(folder: Path) -> list[Row]:
 
 def quality_seed(folder: Path) -> list[Row]:
     import zotsync
+    from zotsync.processing.meaning import Vectors
     from zotsync.store import Store
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -212,7 +213,7 @@ def quality_seed(folder: Path) -> list[Row]:
             categories.setdefault(row.zotero_key, set()).add(row.category)
             texts[row.zotero_key] = f"{texts.get(row.zotero_key, row.title)}\n{row.why}"
     with Store(config.store, readonly=True) as store:
-        related = {key: r.value for key, r in store.derived("meaning").items()}
+        vectors = Vectors.of(store)
         for item in store.items_with_keys(list(texts)):
             texts[item.key] += "\n" + str(item.get("abstractNote") or "")
     keys = set(categories)
@@ -223,7 +224,8 @@ def quality_seed(folder: Path) -> list[Row]:
             sum(bool(categories[o] & categories[k]) for o in near[k][:RELATED]) / RELATED for k in keys
         )
 
-    semantic = share({k: related.get(k, []) for k in keys})
+    page = sorted(keys)
+    semantic = share(dict(zip(page, vectors.among(page, page, RELATED), strict=True)))
     words_near = share({k: tfidf.rank("", skip=k, among=keys) for k in keys})
     chance = statistics.mean(
         sum(bool(categories[o] & categories[k]) for o in keys if o != k) / (len(keys) - 1) for k in keys
@@ -260,8 +262,9 @@ def speed(folder: Path, papers: int, repeat: int) -> list[Row]:
     before = no_change()
     config.write_text(on, encoding="utf-8")
     first = zotsync(config, "sync", "-q", timeout=3600)
-    store = folder / ".zotsync" / "zotsync.sqlite"
-    db = sqlite3.connect(store)
+    import zotsync as api
+
+    db = sqlite3.connect(api.load_config(config).store)
     count, size = db.execute(
         "SELECT count(*), sum(length(paper) + length(made_from) + length(vector)) FROM paper_vectors"
     ).fetchone()

@@ -37,6 +37,13 @@ class ModelMissing(Exception):
 HOW_TO_INSTALL = "pip install 'zotsync[semantic]'"
 
 
+def installed() -> None:
+    """Raises ModelMissing unless the model's package and numpy are installed (without reading them)."""
+    _folder()
+    if importlib.util.find_spec("numpy") is None:
+        raise ModelMissing(f"search by meaning needs numpy: {HOW_TO_INSTALL}")
+
+
 def _folder() -> Path:
     spec = importlib.util.find_spec(PACKAGE)  # finds the package's folder without running its __init__
     if spec is None or not spec.submodule_search_locations:

@@ -48,13 +48,19 @@ def default_mode(config: Config) -> str:
     return "hybrid" if config.search.semantic else "keyword"
 
 
-def _check_on(config: Config) -> None:
+def _check_on(config: Config, model: bool = True) -> None:
+    """Search by meaning is on, and its model is installed (read it only when a text is to be embedded:
+    `related` compares stored vectors alone)."""
     if not config.search.semantic:
         raise ConfigError(TURN_ON)
-    from ..embed import HOW_TO_INSTALL, available
+    from ..embed import HOW_TO_INSTALL, ModelMissing, available, installed
 
-    if not available():
-        raise ConfigError(f"search by meaning needs the WordLlama model's package: {HOW_TO_INSTALL}")
+    try:
+        installed()
+    except ModelMissing as exc:
+        raise ConfigError(str(exc)) from None
+    if model and not available():
+        raise ConfigError(f"search by meaning cannot read the WordLlama model's files: {HOW_TO_INSTALL}")
 
 
 # The last vectors read, by store and what they were read from: a program that asks again (the Python
@@ -90,7 +96,7 @@ def _nearest(vectors: Vectors, query: Any, limit: int) -> list[tuple[str, float]
 
 def related(config: Config, key: str, limit: int = DEFAULT_LIMIT) -> list[Related]:
     """The papers of the library nearest in meaning to the paper `key`, best first, never `key`."""
-    _check_on(config)
+    _check_on(config, model=False)
     if limit < 1:
         raise ConfigError(f"the limit must be 1 or more, not {limit}")
     with open_store(config, readonly=True) as store:

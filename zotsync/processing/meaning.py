@@ -121,7 +121,10 @@ def update(job: Job) -> Report:
         report.warnings.append(f"search by meaning: {left} papers wait for the next sync (deadline reached)")
         return report
     if not job.dry_run:
-        job.save(related_results(store, page), forget=set(job.results()) - set(page))
+        noted = store.papers_with_notes()
+        pages = [key for key in page if key in noted]  # the papers that have a note page
+        results = related_results(store, pages, list(whys))
+        job.save(results, forget=set(job.results()) - {r.key for r in results})
         job.remember(mark)
     return report
 
@@ -164,24 +167,28 @@ def embed_due(
     return made, len(gone), len(due) - made
 
 
-def related_results(store: Store, page: list[str]) -> list[Any]:
-    """Per paper of the page, the page's papers nearest in meaning (`RELATED_ON_PAGE`), as results."""
+def related_results(store: Store, papers: list[str], curated: list[str]) -> list[Any]:
+    """For each of `papers` (those with a note page), the curated papers nearest in meaning
+    (`RELATED_ON_PAGE`), as results."""
     from datetime import UTC, datetime
 
     from . import Derived
 
     vectors = Vectors.of(store)
-    wanted = [key for key in dict.fromkeys(page) if key in vectors.row]
-    if len(wanted) < 2:
+    candidates = [key for key in dict.fromkeys(curated) if key in vectors.row]
+    asked = [key for key in dict.fromkeys(papers) if key in vectors.row]
+    if not candidates or not asked:
         return []
     now = datetime.now(UTC).isoformat(timespec="seconds")
     results = []
-    for key, near in zip(wanted, vectors.neighbours(wanted, RELATED_ON_PAGE), strict=True):
-        inputs = hashlib.sha256("\n".join([key, *near]).encode()).hexdigest()[:16]
-        results.append(Derived(key, inputs, near, now))
+    for key, near in zip(asked, vectors.among(asked, candidates, RELATED_ON_PAGE), strict=True):
+        if near:
+            inputs = hashlib.sha256("\n".join([key, *near]).encode()).hexdigest()[:16]
+            results.append(Derived(key, inputs, near, now))
     return results
 
 
+_ASKED = 512  # papers ranked at a time (a chunk of 512 × 5,000 candidates is 10 MB)
 EXPAND = 2  # nearest papers whose vectors join a paper's own when its related papers are sought
 
 
@@ -247,23 +254,34 @@ class Vectors:
         scores[i] = -np.inf
         return [(self.keys[j], float(scores[j])) for j in best(scores, limit)]
 
-    def neighbours(self, keys: list[str], limit: int) -> list[list[str]]:
-        """For each of `keys`, the nearest `limit` of the others among `keys` (each paper expanded with
-        its nearest among them, as `related`)."""
+    def among(self, asked: list[str], candidates: list[str], limit: int) -> list[list[str]]:
+        """For each of `asked`, the nearest `limit` of `candidates` (never itself), ranked as `related`
+        ranks the library; in chunks, so that memory stays small whatever the counts."""
         import numpy as np
 
         mean, lengths = self._centred()
-        rows = [self.row[key] for key in keys]
-        centred = (self.matrix[rows] - mean) / lengths[rows, None]
-        first = centred @ centred.T
-        np.fill_diagonal(first, -np.inf)
-        expand = min(EXPAND, len(keys) - 1)
-        near = np.array([best(first[i], expand) for i in range(len(keys))])
-        expanded = centred + centred[near].mean(axis=1)
-        expanded /= np.maximum(np.linalg.norm(expanded, axis=1, keepdims=True), 1e-12)
-        scores = expanded @ expanded.T
-        np.fill_diagonal(scores, -np.inf)
-        return [[keys[j] for j in best(scores[i], limit)] for i in range(len(keys))]
+        rows = np.array([self.row[key] for key in candidates])
+        pool = (self.matrix[rows] - mean) / lengths[rows, None]
+        position = {key: i for i, key in enumerate(candidates)}
+        found: list[list[str]] = []
+        for first in range(0, len(asked), _ASKED):
+            keys = asked[first : first + _ASKED]
+            own = np.array([self.row[key] for key in keys])
+            query = (self.matrix[own] - mean) / lengths[own, None]
+            selves = [(i, position[key]) for i, key in enumerate(keys) if key in position]
+            scores = query @ pool.T
+            for i, j in selves:
+                scores[i, j] = -np.inf
+            expand = min(EXPAND, len(candidates) - 1) if selves else min(EXPAND, len(candidates))
+            if expand > 0:
+                near = np.array([best(row, expand) for row in scores])
+                if near.size:
+                    query = query + pool[near].mean(axis=1)
+                    scores = query @ pool.T
+                    for i, j in selves:
+                        scores[i, j] = -np.inf
+            found += [[candidates[j] for j in best(row, limit)] for row in scores]
+        return found
 
     @classmethod
     def of(cls, store: Store) -> Vectors:
