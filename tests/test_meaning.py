@@ -111,7 +111,7 @@ def test_embedding_opens_no_socket(run, tmp_path: Path, offline: None) -> None:
     assert synced(run, config)["processed"]["meaning"]["embedded"] == len(PAPERS)
     stored = vectors(config)
     assert set(stored) == set(PAPERS)
-    assert all(len(vector) == embed.DIMENSIONS * 2 for _, vector in stored.values())  # float16
+    assert all(len(vector) == 4 + embed.DIMENSIONS for _, vector in stored.values())  # int8 and a scale
 
 
 def test_a_paraphrase_finds_the_paper_keywords_miss(run, tmp_path: Path) -> None:
@@ -234,3 +234,14 @@ def test_the_mcp_answer_is_related_s_json(run, tmp_path: Path) -> None:
     synced(run, off)
     with pytest.raises(AskError, match="search by meaning is not on"):
         ReadingList(zotsync.load_config(off)).related("BIRDAAAA", 3)
+
+
+def test_a_stored_vector_keeps_its_direction() -> None:
+    import numpy as np
+
+    from zotsync.processing.meaning import Vectors, encode
+
+    made = embed.embed([f"{title}\n{abstract}" for title, abstract in PAPERS.values()])
+    back = Vectors.from_rows(list(PAPERS), b"".join(encode(made))).matrix
+    cosines = (made * back).sum(axis=1) / np.linalg.norm(back, axis=1)
+    assert cosines.min() > 0.999

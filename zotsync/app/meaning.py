@@ -71,9 +71,9 @@ _cached: dict[str, tuple[object, Vectors]] = {}
 def _vectors(store: Store) -> Vectors:
     from ..processing.meaning import Vectors
 
-    stamp = store.vectors_stamp()
+    stamp = store.vectors_made()
     cached = _cached.get(str(store.path))
-    if cached is not None and cached[0] == stamp:
+    if cached is not None and stamp is not None and cached[0] == stamp:
         vectors = cached[1]
     else:
         vectors = Vectors.of(store)
@@ -101,7 +101,7 @@ def related(config: Config, key: str, limit: int = DEFAULT_LIMIT) -> list[Relate
         raise ConfigError(f"the limit must be 1 or more, not {limit}")
     with open_store(config, readonly=True) as store:
         vectors = _vectors(store)
-        if key not in vectors.row:
+        if vectors.index(key) is None:
             raise ConfigError(f"no paper with the Zotero key {one_line(key)!r} has a vector of meaning")
         return _described(store, vectors.related(key, limit))
 
