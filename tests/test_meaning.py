@@ -245,3 +245,9 @@ def test_a_stored_vector_keeps_its_direction() -> None:
     back = Vectors.from_rows(list(PAPERS), b"".join(encode(made))).matrix
     cosines = (made * back).sum(axis=1) / np.linalg.norm(back, axis=1)
     assert cosines.min() > 0.999
+
+
+def test_a_hit_in_no_collection_is_unfiled_as_the_page_says() -> None:
+    from zotsync.reconcile import UNFILED
+
+    assert meaning.UNFILED == UNFILED

@@ -53,20 +53,22 @@ def _folder() -> Path:
 
 @functools.cache
 def _model() -> tuple[Any, Any]:
-    """The token vectors (vocabulary × 256, float32) and the tokenizer, read once per process."""
+    """The token vectors (vocabulary × 256, float16, mapped from the file) and the tokenizer, read once
+    per process."""
     folder = _folder()
     try:
         import numpy as np
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise ModelMissing(f"search by meaning needs {exc.name}: {HOW_TO_INSTALL}") from None
-    raw = (folder / WEIGHTS).read_bytes()
-    (size,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + size])
+    path = folder / WEIGHTS
+    with path.open("rb") as file:
+        (size,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(size))
     tensor = header["embedding.weight"]
-    start, end = tensor["data_offsets"]
-    table = np.frombuffer(raw, dtype="<f2", count=(end - start) // 2, offset=8 + size + start)
-    table = table.reshape(tensor["shape"]).astype(np.float32)
+    start, _ = tensor["data_offsets"]
+    # mapped, not read: a query touches only its tokens' rows of the 16 MB
+    table = np.memmap(path, dtype="<f2", mode="r", offset=8 + size + start, shape=tuple(tensor["shape"]))
     tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
     tokenizer.no_padding()
     tokenizer.no_truncation()
@@ -103,7 +105,7 @@ def embed(texts: Sequence[str], progress: Callable[[int], None] | None = None) -
         np.clip(ids, 0, table.shape[0] - 1, out=ids)
         filled = np.flatnonzero(lengths)
         starts = np.concatenate(([0], np.cumsum(lengths[filled])[:-1]))
-        sums = np.add.reduceat(table[ids], starts, axis=0)
+        sums = np.add.reduceat(table[ids].astype(np.float32), starts, axis=0)
         out[first + filled] = sums / lengths[filled, None]
         if progress is not None:
             progress(len(chunk))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 MODES = ("keyword", "semantic", "hybrid")
 RRF_K = 60  # reciprocal rank fusion's constant, as its authors chose it
 DEFAULT_LIMIT = 10
+UNFILED = "Unfiled"  # as reconcile names the items in no collection (not imported: it loads the matcher)
 TURN_ON = (
     "search by meaning is not on: set `search: {semantic: true}` in the config (and pip install "
     "'zotsync[semantic]'), then run `zotsync sync`"
@@ -121,7 +122,6 @@ def semantic(config: Config, text: str, limit: int) -> list[Related]:
 def _described(store: Store, found: Sequence[tuple[str, float]]) -> list[Related]:
     """Each key with its title and collection paths, as search shows them."""
     from ..model import Library
-    from ..reconcile import UNFILED
 
     items = {item.key: item for item in store.items_with_keys([key for key, _ in found])}
     paths = Library(collections=store.collections()).collection_paths() if found else {}

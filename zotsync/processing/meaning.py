@@ -128,7 +128,7 @@ def update(job: Job) -> Report:
         pages = [key for key in page if key in noted]  # the papers that have a note page
         results = related_results(store, pages, list(whys))
         job.save(results, forget=set(job.results()) - {r.key for r in results})
-        job.remember(mark)
+        job.remember({**mark, "generation": store.generation})  # saving changed results bumps it
     return report
 
 
