@@ -137,12 +137,12 @@ def _described(store: Store, found: Sequence[tuple[str, float]]) -> list[Related
 
 def search(config: Config, text: str, limit: int, mode: str) -> list[SearchHit]:
     """`zotsync search --mode`: keyword (every word must occur), semantic, or both fused."""
-    from . import search as keyword
-
     if mode not in MODES:
         raise ConfigError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
     if mode == "keyword":
-        return keyword.search(config, text, limit)
+        from .search import search as keyword
+
+        return keyword(config, text, limit)
     if len(text) > MAX_QUERY:
         raise ConfigError(f"the search text is {len(text)} characters long; at most {MAX_QUERY}")
     if limit < 1:
@@ -151,8 +151,10 @@ def search(config: Config, text: str, limit: int, mode: str) -> list[SearchHit]:
     as_hits = [_as_hit(hit) for hit in near]
     if mode == "semantic":
         return as_hits
+    from .search import search as keyword
+
     try:
-        words = keyword.search(config, text, limit * 2)
+        words = keyword(config, text, limit * 2)
     except ConfigError:  # no word to look for: the meaning alone
         words = []
     return fuse([words, as_hits], limit)
