@@ -121,10 +121,18 @@ def semantic(config: Config, text: str, limit: int) -> list[Related]:
 
 def _described(store: Store, found: Sequence[tuple[str, float]]) -> list[Related]:
     """Each key with its title and collection paths, as search shows them."""
-    from ..model import Library
+    from ..model import Collection, Library
 
     items = {item.key: item for item in store.items_with_keys([key for key, _ in found])}
-    paths = Library(collections=store.collections()).collection_paths() if found else {}
+    by_key = {c.key: c for c in store.collections()} if found else {}
+    # the paths of the hits' collections alone: a library may have tens of thousands
+    wanted: dict[str, Collection] = {}
+    for paper in items.values():
+        for collection in paper.collections:
+            while collection in by_key and collection not in wanted:
+                wanted[collection] = by_key[collection]
+                collection = by_key[collection].parent_key or ""
+    paths = Library(collections=tuple(wanted.values())).collection_paths()
     hits = []
     for key, score in found:
         item = items.get(key)
