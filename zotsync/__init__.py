@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from .app.enrich import EnrichResult, ItemAnswer
     from .app.listing import Listed
+    from .app.meaning import Related
     from .app.pull import PullReport
     from .app.search import SearchHit
     from .app.status import CatalogueSummary, EnrichmentSummary, LibrarySummary, StatusReport
@@ -57,6 +58,7 @@ _TYPES = {
     "EnrichResult": "zotsync.app.enrich",
     "ItemAnswer": "zotsync.app.enrich",
     "SearchHit": "zotsync.app.search",
+    "Related": "zotsync.app.meaning",
     "Listed": "zotsync.app.listing",
     "Exporter": "zotsync.formats",
     "Output": "zotsync.formats",
@@ -79,6 +81,7 @@ __all__ = [
     "Output",
     "Processor",
     "PullReport",
+    "Related",
     "Report",
     "SearchHit",
     "SourceError",
@@ -92,10 +95,20 @@ __all__ = [
     "enrich",
     "load_config",
     "pull",
+    "related",
     "search",
     "status",
     "sync",
 ]
+
+
+def related(config: Config, key: str, *, limit: int = 10) -> list[Related]:
+    """The papers of the library nearest in meaning to the paper `key` (`zotsync related`), best first,
+    never `key`: each with `zotero_key`, `title`, `score` (cosine similarity) and `categories`. Needs
+    `search.semantic: true` and a sync since (raises `ConfigError` saying so otherwise)."""
+    from .app.meaning import related as nearest
+
+    return nearest(config, key, limit)
 
 
 def __getattr__(name: str) -> Any:

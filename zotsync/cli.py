@@ -402,14 +402,28 @@ def list_command(
     help="At most N papers.",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["keyword", "semantic", "hybrid"]),
+    default=None,
+    help="keyword: every word must occur; semantic: by meaning; hybrid: both, fused (the default once "
+    "search.semantic is on, else keyword).",
+)
 @pass_state
-def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str) -> None:
+def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str, mode: str | None) -> None:
     """Full-text search of the store: titles, authors, abstracts, tags, the curated why, Zotero notes and
     annotations. One paper per hit, best first, with where it matched and a snippet; every word of TEXT
-    must occur (any script: `张量` finds 张量编译器)."""
+    must occur (any script: `张量` finds 张量编译器). With search.semantic on, also by meaning."""
     from .app import search
 
-    hits = search.search(state.config, " ".join(words), limit)
+    if mode is None:
+        mode = "hybrid" if state.config.search.semantic else "keyword"
+    if mode == "keyword":
+        hits = search.search(state.config, " ".join(words), limit)
+    else:
+        from .app import meaning
+
+        hits = meaning.search(state.config, " ".join(words), limit, mode)
     if fmt == "json":
         click.echo(json_safe(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False, indent=2)))
         return
@@ -451,6 +465,32 @@ def suggest_command(state: _State, minimum: int, limit: int, fmt: str) -> None:
         state.say(
             f"{len(found)} works cited by at least {minimum} of the page's papers that the library lacks"
         )
+
+
+@cli.command("related")
+@click.argument("key")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="At most N papers.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@pass_state
+def related_command(state: _State, key: str, limit: int, fmt: str) -> None:
+    """The papers of the library nearest in meaning to the paper KEY, best first, with their similarity
+    (search.semantic must be on)."""
+    from .app import meaning
+
+    hits = meaning.related(state.config, key, limit)
+    if fmt == "json":
+        click.echo(json_safe(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False, indent=2)))
+        return
+    if hits:
+        click.echo("\n".join(meaning.format_related(hit) for hit in hits))
+    state.say(f"{len(hits)} paper{'' if len(hits) == 1 else 's'}")
 
 
 @cli.command("mcp")

@@ -396,6 +396,13 @@ class SyncConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchConfig:
+    semantic: bool = flag(
+        False, "true: also rank by meaning with a model that ships inside an installed package (no download)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     path: Path  # the file itself, not a key
     source: SourceConfig
@@ -404,6 +411,7 @@ class Config:
     exports: ExportsConfig = field(default_factory=ExportsConfig)
     reconcile: ReconcileConfig = field(default_factory=ReconcileConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
     # The processors' sections (`enrich`, a plugin's), by name, each read by the processor's own
     # `settings` model; a section not given here is its defaults (`section`).
     sections: Mapping[str, Any] = field(default_factory=dict)
@@ -427,6 +435,7 @@ SECTIONS: dict[str, type] = {
     "exports": ExportsConfig,
     "reconcile": ReconcileConfig,
     "sync": SyncConfig,
+    "search": SearchConfig,
 }
 _TOP_LEVEL = ("catalog", "store")  # keys of Config itself
 

@@ -89,6 +89,7 @@ class Labels:
     graph_title: str = "Citations among the papers"  # citations.html (the HTML export's picture)
     graph_summary: str = "{papers} papers, {links} citations between them."
     suggest_title: str = "Cited here, not on the list"  # suggestions.md
+    related: str = "Related in this list"  # a note page's curated papers nearest in meaning (search.semantic)
 
 
 # The templates and the placeholders each may use; other labels are written as they are.
@@ -194,6 +195,7 @@ BUILT_IN: dict[str, Labels] = {
         graph_title="清单论文之间的引用",
         graph_summary="{papers} 篇论文，其间 {links} 条引用。",
         suggest_title="被清单引用但不在清单中的文献",
+        related="清单中的相关论文",
         **_SHARED,
         **_MARKS,
     ),

@@ -308,8 +308,9 @@ annotations."""
 
 RELATED = """\
 The papers of the library closest in meaning to the paper `key`, best first: a JSON list of \
-`zotero_key`, `title`, `score`. Not available yet: search by meaning is not on in this zotsync, so it \
-answers with an error that says so; use `search` with words from the paper's title or abstract."""
+`zotero_key`, `title`, `score` (cosine similarity), `categories`. Only when search by meaning is on \
+(`search.semantic`); otherwise an error that says how to turn it on: then use `search` with words from \
+the paper's title or abstract."""
 
 CATEGORIES = """\
 The reading list's categories in the order its page shows them: a JSON list of `name`, `papers` (rows \

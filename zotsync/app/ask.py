@@ -181,13 +181,18 @@ class ReadingList:
         )
 
     def related(self, key: str, limit: int = RELATED_LIMIT) -> Answer:
-        """The papers closest in meaning to `key`: search by meaning is not on in this zotsync."""
+        """The papers closest in meaning to `key` (`zotsync related --format json`), when search by
+        meaning is on."""
         _within("limit", limit, RELATED_MOST)
         self._known(key)
-        raise AskError(
-            "search by meaning is not on: this zotsync has no embeddings; search with words from the "
-            "paper's title or abstract instead"
-        )
+        from ..errors import StoreError
+        from . import meaning
+
+        try:
+            hits = meaning.related(self.config, key, limit)
+        except (ConfigError, StoreError) as exc:
+            raise AskError(str(exc)) from None
+        return Answer([hit.to_dict() for hit in hits])
 
     # -- the resources ----------------------------------------------------------------------------------
 

@@ -117,13 +117,35 @@ def paper_rows(rows: Sequence[Placement], plan: LinkPlan) -> dict[str, Placement
     return first
 
 
+# Where the `meaning` processor's results are joined into the library: each curated paper's curated
+# papers nearest in meaning (search.semantic), which a note page lists.
+RELATED = "meaning"
+
+
 def heads(given: ExportInput) -> dict[str, str]:
-    """Each note page's path → its head, for every note page of the plan."""
+    """Each note page's path → its head, for every note page of the plan (with the curated papers
+    nearest in meaning, when search by meaning is on)."""
     labels = given.page.labels
-    return {
-        given.plan.notes[key]: head(row, given.plan.notes[key], labels)
-        for key, row in paper_rows(given.page.rows, given.plan).items()
-    }
+    related = given.library.derived.get(RELATED, {})
+    titles = {row.zotero_key: row.title for row in reversed(given.page.rows) if row.zotero_key}
+    made = {}
+    for key, row in paper_rows(given.page.rows, given.plan).items():
+        path = given.plan.notes[key]
+        near = [(other, titles[other]) for other in related.get(key, ()) if other in titles]
+        made[path] = head(row, path, labels) + related_section(near, path, given.plan, labels)
+    return made
+
+
+def related_section(near: Sequence[tuple[str, str]], path: str, plan: LinkPlan, labels: Labels) -> str:
+    """ "Related in this list": each paper's title, linked to its note page when it has one."""
+    if not near:
+        return ""
+    items = []
+    for key, title in near:
+        target = plan.notes.get(key)
+        label = title or labels.no_title
+        items.append(f"- {link(label, LinkPlan.rebase(path, target)) if target else inline(label)}")
+    return f"\n## {heading(labels.related)}\n\n" + "\n".join(items) + "\n"
 
 
 def head(row: Placement, path: str, labels: Labels) -> str:

@@ -52,6 +52,7 @@ log = logging.getLogger("zotsync")
 BUILT_IN: dict[str, str] = {
     "enrich": "zotsync.processing.enrich",
     "citations": "zotsync.processing.citations",
+    "meaning": "zotsync.processing.meaning",
 }
 GROUP = "zotsync.processors"  # the entry-point group of processor plugins
 

@@ -15,7 +15,7 @@ from ..facts import stored_version
 from ..model import CHILD_TYPES, Changes, Collection, Item, ItemFacts, Library, PaperNotes
 from ..outputs import FileRecord
 from ..searchtext import Query, blank_note
-from . import searchindex
+from . import searchindex, vectors
 from .codec import items_of, page_items
 from .derived import Derived
 from .failures import DAMAGED, cause, store_errors
@@ -33,6 +33,7 @@ from .schema import (
     upgrade,
 )
 from .state import SyncState, read_state, write_state
+from .vectors import Packed, ZoteroText
 
 # Pages of a new store. An `items` row is ~0.7 KiB, more with an abstract, so 8 KiB pages (SQLite's
 # default is 4) hold more rows each and overflow less, and a first pull writes its rows with less CPU
@@ -574,6 +575,48 @@ class Store:
             if self.search_index:
                 searchindex.replace_curated(db, list(placements))
             write_state(db, {"search_catalogue": made_from})
+
+    # -- vectors of meaning (search.semantic) ---------------------------------------------------
+    @store_errors
+    def paper_texts(self) -> list[tuple[str, ZoteroText]]:
+        """Every paper's text, by key, read in one snapshot."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            return list(vectors.paper_texts(db))
+        finally:
+            db.execute("COMMIT")
+
+    @store_errors
+    def vectors_made_from(self) -> dict[str, str]:
+        return vectors.made_from(self._db)
+
+    @store_errors
+    def save_vectors(self, rows: Iterable[tuple[str, str, bytes]], gone: Iterable[str] = ()) -> None:
+        """Keep the vectors `rows` (paper, digest, bytes) and drop those of `gone`, at once."""
+        with self._transaction() as db:
+            vectors.save(db, rows, gone)
+
+    @store_errors
+    def vectors(self) -> tuple[list[str], bytes]:
+        """Every stored vector: the papers' keys, and their bytes joined in that order."""
+        return vectors.rows(self._db)
+
+    @store_errors
+    def pack_vectors(self, packed: Packed) -> None:
+        """Keep every vector packed in one row (`vectors.pack`)."""
+        with self._transaction() as db:
+            vectors.pack(db, packed)
+
+    @store_errors
+    def packed_vectors(self) -> Packed | None:
+        """The packed vectors; None before the first packing."""
+        return vectors.packed(self._db)
+
+    @store_errors
+    def vectors_made(self) -> str | None:
+        """What the packed vectors were made as: a cache of them compares it."""
+        return vectors.made(self._db)
 
     # -- reading --------------------------------------------------------------------------------
     @store_errors

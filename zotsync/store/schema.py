@@ -497,6 +497,40 @@ def citation_key_on_the_page(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM item_page")
 
 
+@migration
+def paper_vectors(db: sqlite3.Connection) -> None:
+    """17: each paper's vector of meaning (`search.semantic`, store/vectors.py): a digest of the model and
+    the text it was made from, and the vector (int8, with its scale); and all of them packed in one row
+    (`vector_matrix`), which a search reads at once. Made once: a store whose record lost the later
+    names (an upgrade from before them) may have them already."""
+    made = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "paper_vectors" not in made:
+        run_sql(
+            db,
+            """
+            CREATE TABLE paper_vectors (
+                paper TEXT PRIMARY KEY,   -- an item key
+                made_from TEXT NOT NULL,  -- a digest of the model and the text
+                vector BLOB NOT NULL      -- a float32 scale, then 256 int8 (little-endian)
+            );
+            """,
+        )
+    if "vector_matrix" not in made:
+        run_sql(
+            db,
+            """
+            CREATE TABLE vector_matrix (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                made TEXT NOT NULL,       -- changes with every packing: a reader's cache compares it
+                papers TEXT NOT NULL,     -- the keys, one a line, in the rows' order
+                matrix BLOB NOT NULL,     -- the papers' vectors, joined in that order
+                mean BLOB NOT NULL,       -- float32: the mean vector
+                lengths BLOB NOT NULL     -- float32: each vector's length once centred on the mean
+            );
+            """,
+        )
+
+
 # Every table a migration (or the first search) makes: a store without the mark (application_id 0, from a
 # zotsync before it) is ours only if it has the migrations table and none but these
 # (`identity.identify`). A new migration's table joins here (tests/test_store.py checks that a new store
@@ -515,6 +549,8 @@ TABLES = frozenset(
         "derived",
         "feed_entries",
         "note_changes",
+        "paper_vectors",
+        "vector_matrix",
     }
     | searchindex.TABLES
 )

@@ -1,0 +1,253 @@
+"""Search by meaning (`search.semantic`): vectors from the model the `wordllama` wheel carries, kept per
+paper in the store and remade only for changed text; `search --mode`, `related`, the Python API, the MCP
+answer and note pages' "Related in this list". Checked against what the papers are about, as a reader
+would judge it (written here), never against the code's own output alone."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from factories import api_child, api_item, edit_snapshot, read, write_json
+
+import zotsync
+from zotsync import embed
+from zotsync.app import meaning
+
+pytestmark = pytest.mark.skipif(not embed.available(), reason="the semantic extra is not installed")
+
+# Papers of several fields; the first words of each key say its topic.
+PAPERS = {
+    "FUSEAAAA": (
+        "Operator fusion for deep learning compilers",
+        "We merge adjacent GPU kernels of a neural network so that intermediate tensors stay in "
+        "registers and shared memory instead of global memory, cutting memory traffic.",
+    ),
+    "BIRDAAAA": (
+        "Migration routes of songbirds across Europe",
+        "We track warblers and swallows with light-level geolocators across the Sahara and the "
+        "Mediterranean, and relate their stopover sites to weather and food.",
+    ),
+    "RATEAAAA": (
+        "Interest rates and inflation expectations",
+        "How central bank monetary policy announcements move households' expectations of inflation and "
+        "the yield curve of government bonds.",
+    ),
+    "PRTNAAAA": (
+        "Predicting protein structure from sequence",
+        "A neural network predicts the three-dimensional fold of a protein from its amino acid sequence "
+        "and multiple sequence alignments.",
+    ),
+    "PEMSAAAA": (
+        "Metre and rhyme in Romantic poetry",
+        "A reading of the sonnets and odes of Keats and Shelley: stanza forms, metre, imagery of nature.",
+    ),
+}
+ZH_ABSTRACT = "把相邻的 GPU 算子融合成一个内核，减少访存。"
+CATALOGUE = """\
+categories:
+  - name: Systems
+    entries:
+      - title: Operator fusion for deep learning compilers
+        why: fewer trips to DRAM
+  - name: Nature
+    entries:
+      - title: Migration routes of songbirds across Europe
+      - title: Predicting protein structure from sequence
+"""
+
+
+def objects(abstracts: dict[str, str] | None = None) -> list[dict]:
+    found = []
+    for key, (title, abstract) in PAPERS.items():
+        found.append(api_item(key, title, abstractNote=(abstracts or {}).get(key, abstract)))
+    found.append(api_child("NTEFUSE2", "FUSEAAAA", "note", note="<p>Fusion saves bandwidth.</p>"))
+    found.append(api_child("NTEBIRD2", "BIRDAAAA", "note", note="<p>Stopovers matter.</p>"))
+    return found
+
+
+def project(folder: Path, semantic: bool = True, papers: list[dict] | None = None, exports: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / "library.json", papers if papers is not None else objects())
+    (folder / "catalog.yaml").write_text(CATALOGUE, encoding="utf-8")
+    config = folder / "zotsync.yaml"
+    config.write_text(
+        "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+        f"exports: {{dir: out, language: en{exports}}}\n"
+        f"search: {{semantic: {'true' if semantic else 'false'}}}\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+def synced(run, config: Path) -> dict:
+    result = run("--config", str(config), "sync", "--json")
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def vectors(config: Path) -> dict[str, tuple[str, bytes]]:
+    rows = read(config.parent / "store.sqlite", "SELECT paper, made_from, vector FROM paper_vectors")
+    return {paper: (digest, vector) for paper, digest, vector in rows}
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every socket refused: a model that tried the network would fail here."""
+
+    def refused(*_args: object, **_kw: object) -> None:
+        raise AssertionError("a socket was opened")
+
+    monkeypatch.setattr(socket.socket, "__init__", refused)
+    monkeypatch.setattr(socket, "create_connection", refused)
+    monkeypatch.setattr(socket, "getaddrinfo", refused)
+
+
+def test_embedding_opens_no_socket(run, tmp_path: Path, offline: None) -> None:
+    embed._model.cache_clear()  # read the model's files again, with the network refused
+    config = project(tmp_path)
+    assert synced(run, config)["processed"]["meaning"]["embedded"] == len(PAPERS)
+    stored = vectors(config)
+    assert set(stored) == set(PAPERS)
+    assert all(len(vector) == 4 + embed.DIMENSIONS for _, vector in stored.values())  # int8 and a scale
+
+
+def test_a_paraphrase_finds_the_paper_keywords_miss(run, tmp_path: Path) -> None:
+    config = project(tmp_path)
+    synced(run, config)
+    query = "combining kernels to reduce memory bandwidth"
+    words = run("--config", str(config), "search", query, "--mode", "keyword", "--format", "json")
+    assert words.code == 0 and json.loads(words.out) == []  # no paper holds all these words
+    found = run("--config", str(config), "search", query, "--mode", "semantic", "--format", "json")
+    assert found.code == 0, found.err
+    assert json.loads(found.out)[0]["zotero_key"] == "FUSEAAAA"
+    assert json.loads(found.out)[0]["where"] == "meaning"
+    birds = run("--config", str(config), "search", "where do small birds fly in winter", "--format", "json")
+    assert birds.code == 0, birds.err  # hybrid: the default once semantic is on
+    assert json.loads(birds.out)[0]["zotero_key"] == "BIRDAAAA"
+
+
+def test_related_lists_the_nearest_papers_never_the_paper_itself(run, tmp_path: Path) -> None:
+    config = project(tmp_path)
+    synced(run, config)
+    result = run("--config", str(config), "related", "PRTNAAAA", "--format", "json")
+    assert result.code == 0, result.err
+    hits = json.loads(result.out)
+    assert [hit["zotero_key"] for hit in hits] and "PRTNAAAA" not in [hit["zotero_key"] for hit in hits]
+    assert set(hits[0]) >= {"zotero_key", "title", "score"}
+    assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)
+    assert len(hits) == len(PAPERS) - 1
+    text = run("--config", str(config), "related", "FUSEAAAA", "--limit", "2")
+    assert text.code == 0 and len(text.out.splitlines()) == 2
+
+
+def test_the_same_text_gives_the_same_vector_and_the_same_ranking(run, tmp_path: Path) -> None:
+    texts = ["Operator fusion for deep learning compilers", "张量编译器", ""]
+    assert embed.embed(texts).tobytes() == embed.embed(list(reversed(texts)))[::-1].tobytes()
+    config = project(tmp_path)
+    synced(run, config)
+    loaded = zotsync.load_config(config)
+    first = zotsync.related(loaded, "FUSEAAAA")
+    meaning._cached.clear()  # read from the store again
+    assert zotsync.related(loaded, "FUSEAAAA") == first
+    asked = ("--config", str(config), "search", "protein folding", "--mode", "semantic", "--format", "json")
+    again, twice = run(*asked), run(*asked)
+    assert again.out == twice.out and json.loads(again.out)[0]["zotero_key"] == "PRTNAAAA"
+
+
+def test_one_edited_abstract_re_embeds_one_paper(run, tmp_path: Path) -> None:
+    config = project(tmp_path)
+    synced(run, config)
+    before = vectors(config)
+    assert synced(run, config)["processed"]["meaning"]["embedded"] == 0  # nothing changed
+
+    def edit(objects: list[dict]) -> list[dict]:
+        for obj in objects:
+            if obj["key"] == "RATEAAAA":
+                obj["version"] = obj["data"]["version"] = 9999
+                obj["data"]["abstractNote"] = "Bond markets and the yield curve after rate rises."
+        return objects
+
+    edit_snapshot(tmp_path, edit)
+    assert synced(run, config)["processed"]["meaning"]["embedded"] == 1
+    after = vectors(config)
+    assert {key for key in after if after[key] != before[key]} == {"RATEAAAA"}
+
+
+def test_empty_huge_and_chinese_abstracts_work(run, tmp_path: Path) -> None:
+    papers = [
+        *objects({"RATEAAAA": "", "PEMSAAAA": "metre " * 200_000}),  # empty; 1.2 MB
+        api_item("ZHCNAAAA", "张量编译器的算子融合", abstractNote=ZH_ABSTRACT),
+    ]
+    config = project(tmp_path, papers=papers)
+    assert synced(run, config)["processed"]["meaning"]["embedded"] == len(PAPERS) + 1
+    for key in ("RATEAAAA", "PEMSAAAA", "ZHCNAAAA"):
+        result = run("--config", str(config), "related", key, "--format", "json")
+        assert result.code == 0, result.err
+        assert len(json.loads(result.out)) == len(PAPERS)
+    found = run("--config", str(config), "search", "算子融合", "--mode", "semantic", "--format", "json")
+    assert found.code == 0, found.err
+    assert json.loads(found.out)[0]["zotero_key"] == "ZHCNAAAA"
+
+
+def test_with_the_option_off_related_says_how_to_turn_it_on(run, tmp_path: Path) -> None:
+    config = project(tmp_path, semantic=False)
+    synced(run, config)
+    result = run("--config", str(config), "related", "FUSEAAAA")
+    assert result.code == 2
+    assert len(result.err.strip().splitlines()) == 1
+    assert "search: {semantic: true}" in result.err
+    semantic = run("--config", str(config), "search", "fusion", "--mode", "semantic")
+    assert semantic.code == 2 and "search: {semantic: true}" in semantic.err
+    assert not read(tmp_path / "store.sqlite", "SELECT * FROM paper_vectors")  # off: nothing embedded
+    words = run("--config", str(config), "search", "fusion", "--format", "json")  # keyword, as before
+    assert words.code == 0 and json.loads(words.out)[0]["zotero_key"] == "FUSEAAAA"
+
+
+def test_note_pages_list_related_papers_of_the_page(run, tmp_path: Path) -> None:
+    config = project(tmp_path, exports=", scope: curated")
+    synced(run, config)
+    page = (tmp_path / "out" / "notes" / "BIRDAAAA.md").read_text(encoding="utf-8")
+    section = page.split("## Related in this list", 1)[1].split("\n## ", 1)[0]
+    # the page's other papers, by their titles; the one with a note page linked to it
+    assert sorted(section.strip().splitlines()) == [
+        "- Predicting protein structure from sequence",
+        "- [Operator fusion for deep learning compilers](FUSEAAAA.md)",
+    ]
+    assert "Interest rates" not in section  # not curated: not on this page
+    off = project(tmp_path / "off", semantic=False)
+    synced(run, off)
+    assert "Related in this list" not in (tmp_path / "off" / "out" / "notes" / "BIRDAAAA.md").read_text()
+
+
+def test_the_mcp_answer_is_related_s_json(run, tmp_path: Path) -> None:
+    from zotsync.app.ask import AskError, ReadingList
+
+    config = project(tmp_path)
+    synced(run, config)
+    asked = run("--config", str(config), "related", "BIRDAAAA", "--limit", "3", "--format", "json")
+    cli = json.loads(asked.out)
+    assert ReadingList(zotsync.load_config(config)).related("BIRDAAAA", 3).value == cli
+    off = project(tmp_path / "off", semantic=False)
+    synced(run, off)
+    with pytest.raises(AskError, match="search by meaning is not on"):
+        ReadingList(zotsync.load_config(off)).related("BIRDAAAA", 3)
+
+
+def test_a_stored_vector_keeps_its_direction() -> None:
+    import numpy as np
+
+    from zotsync.processing.meaning import Vectors, encode
+
+    made = embed.embed([f"{title}\n{abstract}" for title, abstract in PAPERS.values()])
+    back = Vectors.from_rows(list(PAPERS), b"".join(encode(made))).matrix
+    cosines = (made * back).sum(axis=1) / np.linalg.norm(back, axis=1)
+    assert cosines.min() > 0.999
+
+
+def test_a_hit_in_no_collection_is_unfiled_as_the_page_says() -> None:
+    from zotsync.reconcile import UNFILED
+
+    assert meaning.UNFILED == UNFILED

@@ -1,0 +1,114 @@
+"""Text as vectors of meaning, with a static model that an installed package carries: WordLlama's 256-d
+`l2_supercat` embedding (MIT licence, 16 MB of float16 weights and its tokenizer, inside the `wordllama`
+wheel). A text's vector is the mean of its tokens' vectors, normalised: a table lookup, no network, no GPU.
+
+The `wordllama` package itself is never imported (it would pull in more than this needs): its two files
+are found through the import system and read with numpy and `tokenizers` (the optional `semantic` extra).
+numpy and `tokenizers` are imported on the first call, never by `import zotsync`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import struct
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL = "WordLlama l2_supercat 256-d"
+PACKAGE = "wordllama"
+WEIGHTS = Path("weights") / "l2_supercat_256.safetensors"
+TOKENIZER = Path("tokenizers") / "l2_supercat_tokenizer_config.json"
+DIMENSIONS = 256
+MAX_CHARS = 4000  # of a paper's text: its start says what it is about; a 1 MB abstract costs no more
+_BATCH = 256  # texts per tokenizer call
+
+
+class ModelMissing(Exception):
+    """The model's package (or numpy, or tokenizers) is not installed."""
+
+
+HOW_TO_INSTALL = "pip install 'zotsync[semantic]'"
+
+
+def installed() -> None:
+    """Raises ModelMissing unless the model's package and numpy are installed (without reading them)."""
+    _folder()
+    if importlib.util.find_spec("numpy") is None:
+        raise ModelMissing(f"search by meaning needs numpy: {HOW_TO_INSTALL}")
+
+
+def _folder() -> Path:
+    spec = importlib.util.find_spec(PACKAGE)  # finds the package's folder without running its __init__
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelMissing(f"search by meaning needs the {PACKAGE} package: {HOW_TO_INSTALL}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@functools.cache
+def _model() -> tuple[Any, Any]:
+    """The token vectors (vocabulary × 256, float16, mapped from the file) and the tokenizer, read once
+    per process."""
+    folder = _folder()
+    try:
+        import numpy as np
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise ModelMissing(f"search by meaning needs {exc.name}: {HOW_TO_INSTALL}") from None
+    path = folder / WEIGHTS
+    with path.open("rb") as file:
+        (size,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(size))
+    tensor = header["embedding.weight"]
+    start, _ = tensor["data_offsets"]
+    # mapped, not read: a query touches only its tokens' rows of the 16 MB
+    table = np.memmap(path, dtype="<f2", mode="r", offset=8 + size + start, shape=tuple(tensor["shape"]))
+    tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return table, tokenizer
+
+
+def available() -> bool:
+    try:
+        _model()
+    except (ModelMissing, OSError, ValueError, KeyError):
+        return False
+    return True
+
+
+def model_digest() -> str:
+    """Names the model and how a text becomes a vector: stored vectors made otherwise are made anew."""
+    return hashlib.sha256(f"{MODEL}|mean|{MAX_CHARS}|v1".encode()).hexdigest()[:16]
+
+
+def embed(texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+    """One unit vector (float32, 256) per text; an empty text's is zeros. The same text always gives the
+    same vector."""
+    import numpy as np
+
+    table, tokenizer = _model()
+    out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
+    for first in range(0, len(texts), _BATCH):
+        chunk = [text[:MAX_CHARS] for text in texts[first : first + _BATCH]]
+        encodings = tokenizer.encode_batch(chunk, add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        if not lengths.any():
+            continue
+        ids = np.concatenate([np.asarray(e.ids, dtype=np.int64) for e in encodings if e.ids])
+        np.clip(ids, 0, table.shape[0] - 1, out=ids)
+        filled = np.flatnonzero(lengths)
+        starts = np.concatenate(([0], np.cumsum(lengths[filled])[:-1]))
+        sums = np.add.reduceat(table[ids].astype(np.float32), starts, axis=0)
+        out[first + filled] = sums / lengths[filled, None]
+        if progress is not None:
+            progress(len(chunk))
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.divide(out, norms, out=out, where=norms > 0)
+    return out
