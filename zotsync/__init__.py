@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas
 
     from .app.enrich import EnrichResult, ItemAnswer
+    from .app.fulltext import PaperText
     from .app.listing import Listed
     from .app.pull import PullReport
     from .app.search import SearchHit
@@ -57,6 +58,7 @@ _TYPES = {
     "EnrichResult": "zotsync.app.enrich",
     "ItemAnswer": "zotsync.app.enrich",
     "SearchHit": "zotsync.app.search",
+    "PaperText": "zotsync.app.fulltext",
     "Listed": "zotsync.app.listing",
     "Exporter": "zotsync.formats",
     "Output": "zotsync.formats",
@@ -77,6 +79,7 @@ __all__ = [
     "LibrarySummary",
     "Listed",
     "Output",
+    "PaperText",
     "Processor",
     "PullReport",
     "Report",
@@ -90,6 +93,7 @@ __all__ = [
     "__version__",
     "catalogue_frame",
     "enrich",
+    "fulltext",
     "load_config",
     "pull",
     "search",
@@ -169,3 +173,12 @@ def search(config: Config, text: str, *, limit: int = 20) -> list[SearchHit]:
     from .app.search import search as find
 
     return find(config, text, limit)
+
+
+def fulltext(config: Config, key: str, query: str | None = None, max_chars: int = 20_000) -> PaperText:
+    """The PDF text of paper `key` as the store holds it (`fulltext.enabled`): its attachments' texts one
+    after the other, or with `query` only the passages holding the query's words, at most `max_chars`
+    characters (`truncated` says when there was more). A key without text is a ConfigError naming it."""
+    from .app.fulltext import fulltext as text_of
+
+    return text_of(config, key, query, max_chars)

@@ -390,6 +390,14 @@ class SyncConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FulltextConfig:
+    enabled: bool = flag(
+        False,
+        "true: pull Zotero's full-text index of the attachments (the text Zotero extracted) and search it",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     path: Path  # the file itself, not a key
     source: SourceConfig
@@ -398,6 +406,7 @@ class Config:
     exports: ExportsConfig = field(default_factory=ExportsConfig)
     reconcile: ReconcileConfig = field(default_factory=ReconcileConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
+    fulltext: FulltextConfig = field(default_factory=FulltextConfig)
     # The processors' sections (`enrich`, a plugin's), by name, each read by the processor's own
     # `settings` model; a section not given here is its defaults (`section`).
     sections: Mapping[str, Any] = field(default_factory=dict)
@@ -421,6 +430,7 @@ SECTIONS: dict[str, type] = {
     "exports": ExportsConfig,
     "reconcile": ReconcileConfig,
     "sync": SyncConfig,
+    "fulltext": FulltextConfig,
 }
 _TOP_LEVEL = ("catalog", "store")  # keys of Config itself
 

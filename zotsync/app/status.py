@@ -80,6 +80,9 @@ class StatusReport:
     enrichment: EnrichmentSummary = dataclasses.field(
         default_factory=lambda: EnrichmentSummary({"filled": 0, "ambiguous": 0, "not_found": 0}, {}, [])
     )
+    # The attachments' full text (`fulltext.enabled`): with_text, without_text (Zotero lists the attachment
+    # but holds no text: a missing cache file), partial (Zotero indexed only some pages), chars; None: off.
+    fulltext: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -109,6 +112,7 @@ def _status_report(config: Config) -> StatusReport:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = store.sync_state
         last_page = store.catalogue_rows() or []
+        texts = store.fulltext_counts()._asdict() if config.fulltext.enabled else None
     answers = merged.derived.get(ENRICH, {})
     # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
     # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
@@ -160,6 +164,7 @@ def _status_report(config: Config) -> StatusReport:
             {"title": t, "curated": c, "zotero": z} for t, c, z in merged.reconciliation.status_conflicts
         ],
         enrichment=enrichment_summary(answers, library, config.enrich.services),
+        fulltext=texts,
     )
 
 
@@ -327,6 +332,12 @@ def format_text(report: dict[str, Any]) -> str:
         lines += [f"  - {show(row)}" for row in rows]
     lines.append(f"items no curated entry claims: {lib['uncurated']} (`zotsync list --uncurated` lists them)")
     lines += _enrichment_lines(report.get("enrichment") or {})
+    texts = report.get("fulltext")
+    if texts:
+        lines.append(
+            f"full text: {texts['with_text']} attachments with text ({texts['partial']} partly indexed), "
+            f"{texts['without_text']} without (no text in Zotero's index, or its cache file is missing)"
+        )
     return "\n".join(lines)
 
 

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..facts import stored_version
-from . import searchindex
+from . import fulltext, searchindex
 from .codec import INSERT_PAGE, facts_json, item_record, items_of, page_fields_sql, page_items, page_record
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -497,6 +497,16 @@ def citation_key_on_the_page(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM item_page")
 
 
+@migration
+def pdf_full_text(db: sqlite3.Connection) -> None:
+    """The attachments' full text, compressed, and its word index (store/fulltext.py). The search index
+    now holds each field's accent-folded copy too: it is dropped, and the next search builds it anew."""
+    fulltext.create(db)
+    for table in ("search_index", "search_short", "search_papers", "search_curated"):
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    db.execute("DELETE FROM sync_state WHERE name = 'search_catalogue'")
+
+
 # Every table a migration (or the first search) makes: a store without the mark (application_id 0, from a
 # zotsync before it) is ours only if it has the migrations table and none but these
 # (`identity.identify`). A new migration's table joins here (tests/test_store.py checks that a new store
@@ -517,6 +527,7 @@ TABLES = frozenset(
         "note_changes",
     }
     | searchindex.TABLES
+    | fulltext.TABLES
 )
 
 # A hand edit of an `items` row shows on the page: the page row follows it, and its facts are cleared
