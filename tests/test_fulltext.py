@@ -286,3 +286,61 @@ def test_a_title_match_ranks_first_and_accents_fold_as_the_page_folds(
         found = json.loads(run("--config", str(config), "search", query, "--format", "json").out)
         assert [(h["zotero_key"], h["where"]) for h in found] == [(accented, "authors")], query
         assert "Müller; Ana Gómez; Ana Emiralioğlu" in found[0]["snippet"]  # shown as Zotero has it
+
+
+# -- reading it back: the Python API, MCP's get_fulltext, status; the local API ----------------------------
+
+
+def test_the_text_comes_back_through_the_python_api_mcp_and_status(zotero_api, tmp_path: Path, run) -> None:
+    import zotsync
+    from zotsync.app.ask import AskError, ReadingList
+
+    server = zotero_api(_library_with_text())
+    config_path = _project(server, tmp_path)
+    assert run("-q", "--config", str(config_path), "sync").code == 0
+    config = zotsync.load_config(config_path)
+    whole = zotsync.fulltext(config, "MLRAAAAA")
+    assert (whole.text, whole.attachments, whole.truncated) == (MLIR_TEXT, ["MLRPAAAA"], False)
+    cut = zotsync.fulltext(config, "MLRAAAAA", query="affine", max_chars=20)
+    assert cut.truncated and cut.text == MLIR_TEXT[:20]  # the passage around `affine` holds it all
+    with pytest.raises(zotsync.ConfigError, match="TRMSAAAA"):
+        zotsync.fulltext(config, "TRMSAAAA")
+    answer = ReadingList(config).get_fulltext("MLRAAAAA", query="dialect", max_chars=4000)
+    assert answer.value == {"zotero_key": "MLRAAAAA", "attachments": ["MLRPAAAA"], "text": MLIR_TEXT}
+    with pytest.raises(AskError, match="no PDF text"):
+        ReadingList(config).get_fulltext("TRMSAAAA")
+    report = json.loads(run("--config", str(config_path), "status", "--format", "json").out)
+    assert report["fulltext"] == {"with_text": 1, "without_text": 0, "partial": 1, "chars": len(MLIR_TEXT)}
+    assert (
+        "full text: 1 attachments with text (1 partly indexed)"
+        in run("--config", str(config_path), "status").out
+    )
+
+
+def test_the_desktop_local_api_serves_the_text_too(zotero_api, tmp_path: Path) -> None:
+    from zotsync.config import SourceConfig
+
+    server = zotero_api(_library_with_text())
+    server.local = True
+    config = SourceConfig(type="local", base_url=server.url)
+    with WebSource(config) as source, Store(tmp_path / "store.sqlite") as store:
+        report = pull(source, store, fulltext=True)
+        assert report.texts is not None and report.texts.fetched == 1
+        assert store.fulltext_of("MLRPAAAA") == MLIR_TEXT
+    assert any(path.endswith("/api/users/0/fulltext") for path in server.paths())
+
+
+def test_a_text_fetch_honours_retry_after(zotero_api, tmp_path: Path, fake_time) -> None:
+    from zotero_server import Fault
+
+    server = zotero_api(_library_with_text())
+    store_path = tmp_path / "store.sqlite"
+    with WebSource(config_for(server)) as source, Store(store_path) as store:
+        pull(source, store)  # the items alone: the next pull asks 304, then for the texts
+    server.reset()
+    server.inject(None, None, Fault.status_code(429, retry_after=3))
+    report, _ = _pull(server, store_path)
+    assert report.texts is not None and report.texts.fetched == 1
+    fetches = [r for r in server.requests if r.path.endswith("/items/MLRPAAAA/fulltext")]
+    assert [r.status for r in fetches] == [429, 200]
+    assert fetches[1].at - fetches[0].at >= 3
