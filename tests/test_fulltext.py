@@ -161,6 +161,9 @@ def test_search_finds_words_of_the_pdf_and_names_the_paper(zotero_api, tmp_path:
     assert "<script>alert(1)</script> **bold** [x](y) zanzibar tiles" in hits[0]["snippet"]
     text = run("--config", str(config), "search", "zanzibar").out
     assert "<script>alert(1)</script>" in text and "\x00" not in text
+    # turned off, the text stays in the store but is no longer searched
+    config.write_text(config.read_text().replace("enabled: true", "enabled: false"), encoding="utf-8")
+    assert json.loads(run("--config", str(config), "search", "zanzibar", "--format", "json").out) == []
 
 
 # -- zotero.sqlite ----------------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ class ReadingList:
 
         with _read_only(self.config) as store:
             if store.search_index:
-                hits = indexed_hits(store, query, limit + 1)
+                hits = indexed_hits(store, query, limit + 1, self.config.fulltext.enabled)
             else:  # nobody ran `zotsync search` yet, which builds it: an index of our own, in memory
                 collections = store.collections()
                 hits = hits_of(query, self._own_search(query, limit + 1), collections)

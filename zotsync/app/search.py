@@ -73,13 +73,13 @@ def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[Search
     with open_store(config, readonly=True) as store:
         built = store.search_index
         if built and store.sync_state.search_catalogue == made_from(catalogue_file.digest, store.generation):
-            return _found(store, query, limit)
+            return _found(store, query, limit, config.fulltext.enabled)
     if built:
         _match_catalogue(config, catalogue_file)
     else:
         _build_index(config, catalogue_file)
     with open_store(config, readonly=True) as store:
-        return _found(store, query, limit)
+        return _found(store, query, limit, config.fulltext.enabled)
 
 
 def made_from(catalogue_digest: str | None, generation: int) -> str:
@@ -143,11 +143,11 @@ def _index_matched(store: Store, catalogue: Catalogue, catalogue_digest: str | N
     index_catalogue(store, catalogue, matches, catalogue_digest)
 
 
-def _found(store: Store, query: searchtext.Query, limit: int) -> list[SearchHit]:
+def _found(store: Store, query: searchtext.Query, limit: int, texts: bool = True) -> list[SearchHit]:
     hits = store.search(query, limit)
     paths = Library(collections=store.collections()).collection_paths() if hits else {}
     found = [_hit(query, hit, paths) for hit in hits]
-    if len(found) < limit:  # the PDFs' text ranks after every match in what the library itself says
+    if texts and len(found) < limit:  # the PDFs' text ranks after every match in what the library says
         found += _text_hits(store, query, limit - len(found), [hit.paper for hit in hits])
     return found
 
@@ -172,10 +172,10 @@ def _text_hits(store: Store, query: searchtext.Query, limit: int, skip: Sequence
     return found
 
 
-def indexed_hits(store: Store, query: searchtext.Query, limit: int) -> list[SearchHit]:
+def indexed_hits(store: Store, query: searchtext.Query, limit: int, texts: bool = True) -> list[SearchHit]:
     """`search` in the index as the last sync or search left it, writing nothing (for a reader that may
-    not bring it up to date: `zotsync mcp`, beside a running sync)."""
-    return _found(store, query, limit)
+    not bring it up to date: `zotsync mcp`, beside a running sync); `texts`: the PDFs' text too."""
+    return _found(store, query, limit, texts)
 
 
 def hits_of(
