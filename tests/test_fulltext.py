@@ -78,6 +78,8 @@ def test_a_pull_brings_the_text_and_a_no_change_sync_asks_nothing_more(zotero_ap
     store_path = tmp_path / "store.sqlite"
     report, _ = _pull(server, store_path)
     assert report.texts is not None and report.texts.fetched == 1
+    assert report.summary().endswith("; full text: 1 fetched, 0 removed")
+    assert report.to_dict()["fulltext"] == {"fetched": 1, "removed": 0}
     _, text, indexed, total = _rows(store_path)["MLRPAAAA"]
     assert text == MLIR_TEXT and (indexed, total) == (3, 12)
     server.reset()

@@ -77,14 +77,16 @@ def fold_char(char: str) -> str:
 
 
 _FOLDS: dict[str, str] = {}
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_ASCII = frozenset(map(chr, range(128)))
 
 
 def fold(text: str) -> str:
     """`text` with each letter's diacritics taken off, one character for one (a match's place in the
     folded text is its place in `text`)."""
+    if text.isascii():
+        return text
     table: dict[int, str] = {}
-    for char in set(_NON_ASCII.findall(text)):
+    for char in set(text) - _ASCII:  # the distinct characters, found in C however long the text
         folded = _FOLDS.get(char)
         if folded is None:
             folded = _FOLDS[char] = fold_char(char)

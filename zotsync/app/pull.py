@@ -42,10 +42,18 @@ class PullReport:
         }
         if dry_run:
             found |= {"dry_run": True, "valve": "stop" if self.stopped else "ok"}
+        if self.texts is not None:
+            found["fulltext"] = {"fetched": self.texts.fetched, "removed": self.texts.removed}
         return found
 
     def summary(self) -> str:
-        """One line: what the pull changed."""
+        """One line: what the pull changed (and, when it pulled the PDFs' text, how much of it)."""
+        texts = self.texts
+        if texts is None or not (texts.fetched or texts.removed):
+            return self._items_summary()
+        return f"{self._items_summary()}; full text: {texts.fetched} fetched, {texts.removed} removed"
+
+    def _items_summary(self) -> str:
         r = self.result
         if not r.changed and self.reread is not None:
             return f"re-read {self.reread} items: no changes at library version {self.to_version}"
