@@ -13,6 +13,8 @@ One run measures, side by side with the targets:
     search p50 / p95                <= 100 / 300 ms (`zotsync.search`, a word or two of the texts)
     a 5 MB text                     pulled, stored and searched within the bounds above
 
+and, for comparison, a client that fetches the texts one at a time (timed on --naive of them).
+
 Timings are wall-clock on a shared machine: noisy. Exits 1 when a target is missed.
 """
 
@@ -129,7 +131,10 @@ def main() -> int:
     parser.add_argument("--chars", type=int, default=60_000)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--naive", type=int, default=200, help="texts a one-at-a-time client fetches")
     args = parser.parse_args()
+
+    import httpx2
 
     import zotsync
     from zotsync.app.pull import pull
@@ -180,6 +185,17 @@ def main() -> int:
                 first <= 1.2 * floor and fetched == args.papers,
             )
         )
+        # side by side: a client that fetches the texts one at a time (as Kerko does), on a sample
+        sample = min(args.naive, args.papers)
+        with Store(store_path) as store:
+            keys = sorted(store.fulltext_stamps())[:sample]
+        started = time.perf_counter()
+        with httpx2.Client(base_url=url, headers={"Zotero-API-Key": KEY}, trust_env=False) as client:
+            for key in keys:
+                client.get(f"/users/{USER}/items/{key}/fulltext").json()
+        naive = (time.perf_counter() - started) / max(1, sample) * args.papers
+        rows.append(("one at a time", f"~{naive:.0f} s for {args.papers} texts (from {sample} timed)",
+                     f"zotsync {naive / first:.1f} x faster", first < naive))  # fmt: skip
         # no-change sync
         call("reset")
         started = time.perf_counter()
