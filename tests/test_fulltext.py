@@ -122,6 +122,14 @@ def test_an_edited_text_is_fetched_alone_and_a_deleted_attachment_loses_its_word
     assert _rows(store_path) == {}
 
 
+def test_a_dry_run_asks_for_no_text(zotero_api, tmp_path: Path, run) -> None:
+    server = zotero_api(_library_with_text())
+    config = _project(server, tmp_path)
+    server.reset()
+    assert run("-q", "--config", str(config), "pull", "--dry-run").code == 0
+    assert server.paths() and not [path for path in server.paths() if "fulltext" in path]
+
+
 def test_a_key_without_file_access_gets_one_line_and_the_sync_goes_on(
     zotero_api, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -333,6 +341,14 @@ def test_the_desktop_local_api_serves_the_text_too(zotero_api, tmp_path: Path) -
         assert report.texts is not None and report.texts.fetched == 1
         assert store.fulltext_of("MLRPAAAA") == MLIR_TEXT
     assert any(path.endswith("/api/users/0/fulltext") for path in server.paths())
+    # Zotero indexes PDFs without moving the local API's version: every pull lists the texts again,
+    # and fetches only what changed
+    server.library.fulltext["MLRPAAAA"] = (99, json.dumps({"content": "re-indexed words"}).encode())
+    server.reset()
+    with WebSource(config) as source, Store(tmp_path / "store.sqlite") as store:
+        report = pull(source, store, fulltext=True)
+        assert report.texts is not None and report.texts.fetched == 1
+        assert store.fulltext_of("MLRPAAAA") == "re-indexed words"
 
 
 def test_a_text_fetch_honours_retry_after(zotero_api, tmp_path: Path, fake_time) -> None:

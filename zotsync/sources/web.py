@@ -451,7 +451,9 @@ class WebSource:
         return TextListing(
             {key: str(version) for key, version in versions.items()},
             complete=start == 0,
-            version=reply.version,
+            # The local API's library version stays put while Zotero indexes PDFs unsynced: with none
+            # to remember, every pull lists the texts again (a local request, and nothing is refetched).
+            version=None if self.local else reply.version,
         )
 
     def fetch_texts(self, wanted: Mapping[str, str], each: Callable[[FullText], None]) -> None:
