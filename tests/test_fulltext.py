@@ -365,3 +365,13 @@ def test_a_text_fetch_honours_retry_after(zotero_api, tmp_path: Path, fake_time)
     fetches = [r for r in server.requests if r.path.endswith("/items/MLRPAAAA/fulltext")]
     assert [r.status for r in fetches] == [429, 200]
     assert fetches[1].at - fetches[0].at >= 3
+
+
+def test_a_snippet_shows_the_word_the_index_matched() -> None:
+    from zotsync import searchtext
+    from zotsync.app.fulltext import snippet
+
+    text = "Tiles everywhere. " + "padding " * 40 + "Here one tile stands. " + "more " * 40 + "Gödel ends."
+    shown = snippet(text, searchtext.parse_query("tile"))
+    assert "Here one tile stands." in shown and shown.startswith("…") and shown.endswith("…")
+    assert "Gödel ends." in snippet(text, searchtext.parse_query("godel"))

@@ -42,6 +42,7 @@ _UNSPACED = (
 )
 UNSPACED = _UNSPACED  # as a regular expression's character class, for the PDFs' text index
 _UNSPACED_RUN = re.compile(f"[{_UNSPACED}]+")
+UNSPACED_RUN = _UNSPACED_RUN
 # A word character of the spaced scripts (letters and digits; `_` separates, as for the tokenizer).
 _LETTER = f"[^\\W_{_UNSPACED}]"
 _SPACED_WORD = re.compile(f"{_LETTER}+")

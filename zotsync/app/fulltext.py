@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import searchtext
@@ -141,9 +142,12 @@ def snippet(text: str, query: searchtext.Query) -> str:
     searchtext.SNIPPET characters."""
     if len(text) <= searchtext.SNIPPET:
         return searchtext.clean(text)
-    hit = query.pattern.search(text)
-    if hit is None:
-        hit = query.pattern.search(searchtext.fold(text))
+    hit = None
+    # As the index matched: whole words first (`tile` at "tile", not inside "tiles"), then anywhere.
+    for pattern in (_whole_words(query.words), query.pattern):
+        hit = pattern.search(text) or pattern.search(searchtext.fold(text))
+        if hit is not None:
+            break
     start, end = (hit.start(), hit.end()) if hit else (0, 0)
     lead = max(0, start - searchtext.SNIPPET // 4)
     space = text.find(" ", lead, start)
@@ -154,6 +158,16 @@ def snippet(text: str, query: searchtext.Query) -> str:
     return ("…" if lead else "") + piece + ("…" if stop < len(text) else "")
 
 
-def text_counts(store: Store) -> Mapping[str, int]:
-    counts = store.fulltext_counts()
-    return {"with_text": counts.with_text, "without_text": counts.without_text, "partial": counts.partial}
+_WORD_CHAR = r"[^\W_]"
+
+
+def _whole_words(words: Sequence[str]) -> re.Pattern[str]:
+    """Where a query's words occur as whole words (a run of an unspaced script: anywhere)."""
+    alternatives = []
+    for word in sorted(words, key=len, reverse=True):
+        escaped = re.escape(word)
+        if searchtext.UNSPACED_RUN.search(word):
+            alternatives.append(escaped)
+        else:
+            alternatives.append(f"(?<!{_WORD_CHAR}){escaped}(?!{_WORD_CHAR})")
+    return re.compile("|".join(alternatives) or "(?!)", re.IGNORECASE)
