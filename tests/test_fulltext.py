@@ -122,6 +122,22 @@ def test_an_edited_text_is_fetched_alone_and_a_deleted_attachment_loses_its_word
     assert _rows(store_path) == {}
 
 
+def test_a_failed_text_request_is_one_line_and_the_sync_goes_on(zotero_api, tmp_path: Path, run) -> None:
+    from zotero_server import Fault
+
+    server = zotero_api(_library_with_text())
+    config = _project(server, tmp_path)
+    assert run("-q", "--config", str(config), "pull").code == 0
+    server.library.set_fulltext("MLRPAAAA", "a newer text")
+    # the items' versions, the collections' versions and /deleted answer; the texts' listing fails
+    server.inject(None, None, None, Fault.error_body(400, "no such thing"))
+    result = run("--config", str(config), "sync")
+    assert result.code == 0, result.err
+    assert "the PDFs' text was not brought up to date" in result.err
+    assert run("-q", "--config", str(config), "pull").code == 0  # the next one asks again, and gets it
+    assert _rows(tmp_path / "store.sqlite")["MLRPAAAA"][1] == "a newer text"
+
+
 def test_a_dry_run_asks_for_no_text(zotero_api, tmp_path: Path, run) -> None:
     server = zotero_api(_library_with_text())
     config = _project(server, tmp_path)

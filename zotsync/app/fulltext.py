@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .. import searchtext
 from ..config import Config
-from ..errors import ConfigError
+from ..errors import ConfigError, SourceError
 from ..sources.base import NoTextAccess, TextListing
 from ..store import Store
 from .stores import open_store
@@ -33,7 +33,7 @@ class TextReport:
     listed: int = 0  # texts the source named as changed (or all, for a complete listing)
     fetched: int = 0
     removed: int = 0
-    refused: str = ""  # the source may not be asked (NoTextAccess): its one line
+    refused: str = ""  # why the texts were not pulled (no access, a failed request): the line it said
 
 
 def pull_texts(source: object, store: Store, full: bool = False) -> TextReport | None:
@@ -50,9 +50,8 @@ def pull_texts(source: object, store: Store, full: bool = False) -> TextReport |
         return None
     try:
         listing = lister(since)
-    except NoTextAccess as refusal:
-        log.warning("%s", refusal)
-        return TextReport(refused=str(refusal))
+    except SourceError as failure:
+        return _not_pulled(failure)
     held = store.fulltext_stamps()
     attachments = store.attachment_keys()
     wanted = {k: s for k, s in listing.stamps.items() if k in attachments and held.get(k) != s}
@@ -60,14 +59,23 @@ def pull_texts(source: object, store: Store, full: bool = False) -> TextReport |
     try:
         with store.fulltext_writer() as writer:
             fetcher(wanted, writer.add)
-    except NoTextAccess as refusal:
-        log.warning("%s", refusal)
-        return TextReport(len(listing.stamps), refused=str(refusal))
+    except SourceError as failure:
+        return _not_pulled(failure, len(listing.stamps))
     version = listing.version if listing.version is not None else state.library_version
     cursor = json.dumps({"source": source_id, "version": version}) if listing.version is not None else ""
     store.save_fulltext((), remove=gone, cursor=cursor)
     removed = store.prune_fulltext() + len(gone)
     return TextReport(len(listing.stamps), len(wanted), removed)
+
+
+def _not_pulled(failure: SourceError, listed: int = 0) -> TextReport:
+    """The texts could not be pulled: one warning line, and the sync goes on with the items it has
+    stored. What was written stays; the listing is not remembered, so the next sync asks again."""
+    if isinstance(failure, NoTextAccess):
+        log.warning("%s", failure)
+    else:
+        log.warning("the PDFs' text was not brought up to date (the next sync tries again): %s", failure)
+    return TextReport(listed, refused=str(failure))
 
 
 def _cursor(stored: str | None, source_id: str) -> int | None:
