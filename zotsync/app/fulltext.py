@@ -2,10 +2,11 @@
 
 A pull asks the source for the texts only when the library moved since the texts were last listed (the
 Web API: `GET /fulltext?since=` at the library version they were listed at), so a sync with nothing new
-sends no request for them. It fetches only the texts whose stamp the store does not hold, writes them
-in batches as they arrive (memory holds a batch, whatever the library's size), and remembers the
-listing's version last: a run stopped half-way fetches only what it had not written yet. A text whose
-attachment left the store, or went to the trash, leaves with it.
+sends no request for them. It fetches only the texts whose stamp the store does not hold, writes each
+as it arrives (committed every few MB: memory holds a few texts, whatever the library's size), and
+remembers the listing's version last: a run stopped half-way fetches only what it had not written yet.
+A text whose attachment left the store, or went to the trash, leaves with it. A failure to pull the
+texts is one warning line: the items are stored already, and the sync goes on.
 """
 
 from __future__ import annotations
