@@ -363,15 +363,34 @@ class IndexHit(NamedTuple):
 
 
 # The ranking's groups, best first: the columns that must hold every word of a query for a paper to be
-# in the group (a paper is in the first group it qualifies for; the rest form the last). Within a
-# group, bm25 orders. Without them, 124 papers tagged 张量编译 outranked the one with 张量 in its title.
-TIERS = ("{title}", "{why notes annotations}")
+# in the group (a paper is in the first group it qualifies for; the rest form the last, None: any
+# column). Within a group, bm25 orders. Without them, 124 papers tagged 张量编译 outranked the one with
+# 张量 in its title.
+TIERS = ("{title}", "{why notes annotations}", None)
 
 
 def search(db: sqlite3.Connection, query: searchtext.Query, limit: int) -> list[IndexHit]:
     """The best `limit` papers for `query`, best first: those whose title holds every word, then those
     whose why, notes or annotations do, then the rest (TIERS); bm25 (weighted by field; both indexes'
-    scores summed when both take part) within each."""
+    scores summed when both take part) within each.
+
+    One query a group, the next only when the groups before it held fewer than `limit` papers: then
+    each of their papers is found already, and the next group's query leaves them out. A common word
+    fills the first group and costs one query; a rare one costs three small ones."""
+    found: list[tuple[int, float]] = []
+    for columns in TIERS:
+        seen = json.dumps([paper_id for paper_id, _ in found])
+        found += _tier(db, query, columns, limit - len(found), seen)
+        if len(found) >= limit:
+            break
+    return [_entry(db, paper_id, score) for paper_id, score in found]
+
+
+def _tier(
+    db: sqlite3.Connection, query: searchtext.Query, columns: str | None, limit: int, seen: str
+) -> list[tuple[int, float]]:
+    """The best `limit` papers whose `columns` hold every word of `query`, but those of `seen` (a JSON
+    list of ids), with their scores."""
     parts = [(table, words) for table, words in ((INDEX, query.long), (SHORT, query.short)) if words]
     # Each MATCH is answered once (MATERIALIZED), then the sets are joined: a join of the MATCHes
     # themselves ran the inner one for each row of the outer (seconds at 100k papers).
@@ -381,23 +400,14 @@ def search(db: sqlite3.Connection, query: searchtext.Query, limit: int) -> list[
             f"m{n} AS MATERIALIZED (SELECT rowid, bm25({table}, {_WEIGHTS}) AS score FROM {table}"
             f" WHERE {table} MATCH ?)"
         )
-        params.append(words)
-        for t, columns in enumerate(TIERS):
-            ctes.append(f"t{n}_{t} AS MATERIALIZED (SELECT rowid FROM {table} WHERE {table} MATCH ?)")
-            params.append(f"{columns} : ({words})")
+        params.append(words if columns is None else f"{columns} : ({words})")
     joins = " ".join(f"JOIN m{n} ON m{n}.rowid = m0.rowid" for n in range(1, len(parts)))
     score = " + ".join(f"m{n}.score" for n in range(len(parts)))
-    tiers = " ".join(
-        f"WHEN {' AND '.join(f'm0.rowid IN t{n}_{t}' for n in range(len(parts)))} THEN {t}"
-        for t in range(len(TIERS))
-    )
     sql = (
-        f"WITH {', '.join(ctes)} SELECT m0.rowid, {score} AS score,"
-        f" CASE {tiers} ELSE {len(TIERS)} END AS tier FROM m0 {joins}"
-        " ORDER BY tier, score, m0.rowid LIMIT ?"
+        f"WITH {', '.join(ctes)} SELECT m0.rowid, {score} AS score FROM m0 {joins}"
+        " WHERE m0.rowid NOT IN (SELECT value FROM json_each(?)) ORDER BY score, m0.rowid LIMIT ?"
     )
-    rows = db.execute(sql, (*params, limit)).fetchall()
-    return [_entry(db, paper_id, score) for paper_id, score, _ in rows]
+    return [(row[0], row[1]) for row in db.execute(sql, (*params, seen, limit))]
 
 
 def _entry(db: sqlite3.Connection, paper_id: int, score: float) -> IndexHit:
