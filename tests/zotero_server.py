@@ -71,6 +71,8 @@ class FakeLibrary:
         self.collections: dict[str, dict[str, Any]] = {}
         # Permanently deleted keys with the library version of their deletion.
         self.deleted: dict[str, dict[str, int]] = {"items": {}, "collections": {}, "searches": {}}
+        # Zotero's full-text index: attachment key → (the text's version, its JSON body as served).
+        self.fulltext: dict[str, tuple[int, bytes]] = {}
         self.lock = threading.RLock()
         self._json: dict[str, bytes] = {}  # serialised objects: the server stays fast for the benchmark
         self.listings: dict[tuple[Any, ...], list[dict[str, Any]]] = {}  # sorted query results, per version
@@ -206,8 +208,21 @@ class FakeLibrary:
             doomed = [key, *(k for k, o in self.items.items() if o["data"].get("parentItem") == key)]
             for gone in doomed:
                 del self.items[gone]
+                self.fulltext.pop(gone, None)
                 self._json.pop(gone, None)
                 self.deleted["items"][gone] = version
+
+    def set_fulltext(self, key: str, content: str, **counts: int) -> None:
+        """Zotero indexed (or re-indexed) attachment `key`'s text: one write, as a client's upload is.
+        `counts`: indexedPages and totalPages, or indexedChars and totalChars."""
+        with self.write() as version:
+            body = {"content": content, **counts}
+            self.fulltext[key] = (version, json.dumps(body, ensure_ascii=False).encode())
+
+    def set_fulltexts(self, texts: Mapping[str, bytes]) -> None:
+        """Many attachments' text bodies (JSON, as served) in one write: a benchmark's library."""
+        with self.write() as version:
+            self.fulltext.update({key: (version, body) for key, body in texts.items()})
 
     def move_item(self, key: str, collections: Iterable[str]) -> None:
         with self.write() as version:
@@ -445,6 +460,8 @@ class ZoteroServer(Served):
         # Keys without notes access: the API leaves notes out of their listings, and /keys/current
         # names no "notes" among what they may do.
         self.keys_without_notes: set[str] = set()
+        # Keys that may not read the library's files (nor its full text): 403 on the full-text endpoints.
+        self.keys_without_files: set[str] = set()
         self.requests: list[Recorded] = []
         self.faults: deque[Fault | None] = deque()
         self.total_results = True  # False: behave like a mirror that omits Total-Results
@@ -663,6 +680,8 @@ def _route(server: ZoteroServer, path: str, params: dict[str, str], headers: dic
         raise _HTTPError(403)
     with library.lock:
         notes = key not in server.keys_without_notes
+        if "fulltext" in (*parts[2:3], *parts[4:5]) and key in server.keys_without_files:
+            raise _HTTPError(403, "Forbidden")
         return _library_route(server, library, parts[2:], params, headers, path, notes=notes)
 
 
@@ -728,6 +747,16 @@ def _library_route(
             for kind in ("collections", "items", "searches")
         } | {"tags": [], "settings": []}
         return _Answer(200, json.dumps(body).encode(), version_headers)
+    if rest == ["fulltext"]:
+        if since is None:
+            raise _HTTPError(400, "'since' parameter must be provided")
+        body = {k: v for k, (v, _) in sorted(library.fulltext.items()) if v > since}
+        return _Answer(200, json.dumps(body).encode(), version_headers)
+    if len(rest) == 3 and rest[0] == "items" and rest[2] == "fulltext":
+        text = library.fulltext.get(rest[1]) if rest[1] in library.items else None
+        if text is None:
+            raise _HTTPError(404, "Not found")
+        return _Answer(200, text[1], {"Last-Modified-Version": str(text[0])})
     if rest == ["items"] and server.endless:
         return _endless_page(library, params)
     if rest[0] == "items":

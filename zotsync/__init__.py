@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas
 
     from .app.enrich import EnrichResult, ItemAnswer
+    from .app.fulltext import PaperText
     from .app.listing import Listed
     from .app.meaning import Related
     from .app.pull import PullReport
@@ -59,6 +60,7 @@ _TYPES = {
     "ItemAnswer": "zotsync.app.enrich",
     "SearchHit": "zotsync.app.search",
     "Related": "zotsync.app.meaning",
+    "PaperText": "zotsync.app.fulltext",
     "Listed": "zotsync.app.listing",
     "Exporter": "zotsync.formats",
     "Output": "zotsync.formats",
@@ -79,6 +81,7 @@ __all__ = [
     "LibrarySummary",
     "Listed",
     "Output",
+    "PaperText",
     "Processor",
     "PullReport",
     "Related",
@@ -93,6 +96,7 @@ __all__ = [
     "__version__",
     "catalogue_frame",
     "enrich",
+    "fulltext",
     "load_config",
     "pull",
     "related",
@@ -182,3 +186,12 @@ def search(config: Config, text: str, *, limit: int = 20) -> list[SearchHit]:
     from .app.search import search as find
 
     return find(config, text, limit)
+
+
+def fulltext(config: Config, key: str, query: str | None = None, max_chars: int = 20_000) -> PaperText:
+    """The PDF text of paper `key` as the store holds it (`fulltext.enabled`): its attachments' texts one
+    after the other, or with `query` only the passages holding the query's words, at most `max_chars`
+    characters (`truncated` says when there was more). A key without text is a ConfigError naming it."""
+    from .app.fulltext import fulltext as text_of
+
+    return text_of(config, key, query, max_chars)

@@ -403,6 +403,14 @@ class SearchConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FulltextConfig:
+    enabled: bool = flag(
+        False,
+        "true: pull Zotero's full-text index of the attachments (the text Zotero extracted) and search it",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     path: Path  # the file itself, not a key
     source: SourceConfig
@@ -412,6 +420,7 @@ class Config:
     reconcile: ReconcileConfig = field(default_factory=ReconcileConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+    fulltext: FulltextConfig = field(default_factory=FulltextConfig)
     # The processors' sections (`enrich`, a plugin's), by name, each read by the processor's own
     # `settings` model; a section not given here is its defaults (`section`).
     sections: Mapping[str, Any] = field(default_factory=dict)
@@ -436,6 +445,7 @@ SECTIONS: dict[str, type] = {
     "reconcile": ReconcileConfig,
     "sync": SyncConfig,
     "search": SearchConfig,
+    "fulltext": FulltextConfig,
 }
 _TOP_LEVEL = ("catalog", "store")  # keys of Config itself
 

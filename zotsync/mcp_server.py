@@ -302,9 +302,9 @@ category names; use `search` instead to find papers by their words."""
 
 GET_FULLTEXT = """\
 The text of a paper's PDF as Zotero extracted it, or only the passages around `query`, at most \
-`max_chars` characters (default 4000). Not available yet: this zotsync does not keep PDF text, so for \
-a known paper it answers with an error that says so; use `get_paper` for the abstract, notes and \
-annotations."""
+`max_chars` characters (default 4000): `zotero_key`, `attachments` (the keys of the PDFs it comes \
+from), `text`. Only when the config pulls the text (`fulltext.enabled`); otherwise, or for a paper \
+without text, an error that says so (use `get_paper` for the abstract, notes and annotations)."""
 
 RELATED = """\
 The papers of the library closest in meaning to the paper `key`, best first: a JSON list of \

@@ -604,3 +604,28 @@ class Placement(NamedTuple):
     @property
     def note_link(self) -> str:
         return next((link.url for link in self.links if link.label == "Note"), "")
+
+
+@dataclass(frozen=True, slots=True)
+class FullText:
+    """The text Zotero extracted from one attachment (its full-text index), as a source read it.
+    `stamp` names this version of the text (the Web API's version; for zotero.sqlite, its version and
+    the cache file's size and time): a text whose stamp the store holds is not read again. `content`
+    None: Zotero lists the attachment but holds no text for it."""
+
+    key: str
+    stamp: str
+    content: str | None
+    indexed_pages: int | None = None
+    total_pages: int | None = None
+    indexed_chars: int | None = None
+    total_chars: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        """Zotero indexed only part of the attachment (its page or character limit)."""
+        pages = self.indexed_pages is not None and self.total_pages is not None
+        if pages and self.indexed_pages < self.total_pages:  # type: ignore[operator]
+            return True
+        chars = self.indexed_chars is not None and self.total_chars is not None
+        return chars and self.indexed_chars < self.total_chars  # type: ignore[operator]

@@ -40,7 +40,9 @@ _UNSPACED = (
     "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 )
+UNSPACED = _UNSPACED  # as a regular expression's character class, for the PDFs' text index
 _UNSPACED_RUN = re.compile(f"[{_UNSPACED}]+")
+UNSPACED_RUN = _UNSPACED_RUN
 # A word character of the spaced scripts (letters and digits; `_` separates, as for the tokenizer).
 _LETTER = f"[^\\W_{_UNSPACED}]"
 _SPACED_WORD = re.compile(f"{_LETTER}+")
@@ -61,6 +63,44 @@ def clean(text: str) -> str:
     overrides dropped) in Unicode NFC, so that "é" typed either way is the same character."""
     text = flatten(text)
     return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
+# Between a field's text and its accent-folded copy in the index (`with_folded`): a control character,
+# which `clean` never leaves in a text.
+FOLDED = "\x1e"
+
+
+def fold_char(char: str) -> str:
+    """`char` without its diacritics, as the HTML page's filter folds (NFKD, marks dropped), when that
+    leaves one character (`ü` → `u`, `ğ` → `g`); else `char` itself, so that folding keeps every place."""
+    parts = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+    return parts if len(parts) == 1 else char
+
+
+_FOLDS: dict[str, str] = {}
+_ASCII = frozenset(map(chr, range(128)))
+
+
+def fold(text: str) -> str:
+    """`text` with each letter's diacritics taken off, one character for one (a match's place in the
+    folded text is its place in `text`)."""
+    if text.isascii():
+        return text
+    table: dict[int, str] = {}
+    for char in set(text) - _ASCII:  # the distinct characters, found in C however long the text
+        folded = _FOLDS.get(char)
+        if folded is None:
+            folded = _FOLDS[char] = fold_char(char)
+        if folded != char:
+            table[ord(char)] = folded
+    return text.translate(table) if table else text
+
+
+def with_folded(text: str) -> str:
+    """A field as the index holds it: its text, then, when folding changes it, its folded copy, so that
+    `muller` finds "Müller" (the trigram tokenizer of this SQLite cannot fold)."""
+    folded = fold(text)
+    return text if folded == text else text + FOLDED + folded
 
 
 def join(pieces: Iterable[str]) -> str:
@@ -141,6 +181,9 @@ def _bigrams(run: str) -> list[str]:
     """An unspaced run as the short index holds it: its bigrams, then its last character (so that every
     character starts a token, and a one-character query finds the last one too)."""
     return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
+
+
+bigrams = _bigrams
 
 
 def short_terms(text: str) -> str:
@@ -227,8 +270,10 @@ def locate(query: Query, columns: Sequence[str]) -> Found:
     pattern = query.pattern
     best: tuple[int, int, re.Match[str]] | None = None
     fields = []
-    for number, text in enumerate(columns):
+    parts = [text.partition(FOLDED) for text in columns]  # a match in the folded copy is shown unfolded
+    for number, (text, _, folded) in enumerate(parts):
         hits = list(pattern.finditer(text)) if text else []
+        hits = hits or (list(pattern.finditer(folded)) if folded else [])
         if not hits:
             continue
         fields.append(WHERE[number])
@@ -236,10 +281,10 @@ def locate(query: Query, columns: Sequence[str]) -> Found:
         if best is None or distinct > best[0]:
             best = (distinct, number, hits[0])
     if best is None:  # the index matched where the pattern cannot tell (a rare case fold): the title
-        first = next((n for n, text in enumerate(columns) if text), 0)
-        return Found(WHERE[first], _excerpt(columns[first] if columns else "", 0, 0), ())
+        first = next((n for n, (text, _, _) in enumerate(parts) if text), 0)
+        return Found(WHERE[first], _excerpt(parts[first][0] if parts else "", 0, 0), ())
     _, number, hit = best
-    return Found(WHERE[number], _excerpt(columns[number], hit.start(), hit.end()), tuple(fields))
+    return Found(WHERE[number], _excerpt(parts[number][0], hit.start(), hit.end()), tuple(fields))
 
 
 def _excerpt(text: str, start: int, end: int) -> str:

@@ -93,7 +93,7 @@ class ReadingList:
 
         with _read_only(self.config) as store:
             if store.search_index:
-                hits = indexed_hits(store, query, limit + 1)
+                hits = indexed_hits(store, query, limit + 1, self.config.fulltext.enabled)
             else:  # nobody ran `zotsync search` yet, which builds it: an index of our own, in memory
                 collections = store.collections()
                 hits = hits_of(query, self._own_search(query, limit + 1), collections)
@@ -171,14 +171,31 @@ class ReadingList:
         return Answer([{"name": name, **count} for name, count in counts.items()])
 
     def get_fulltext(self, key: str, query: str | None = None, max_chars: int = FULLTEXT_CHARS) -> Answer:
-        """The paper's PDF text, or its passages around `query`: this zotsync does not pull full text
-        yet, so for a known paper it says so."""
-        _within("max_chars", max_chars, FULLTEXT_MOST)
+        """The paper's PDF text, or its passages around `query`, as the last sync pulled it
+        (`fulltext.enabled`); when the config leaves the text out, or the paper has none, it says so."""
+        max_chars = _within("max_chars", max_chars, FULLTEXT_MOST)
         self._known(key)
-        raise AskError(
-            "full text is not pulled: this zotsync keeps no PDF text yet; get_paper gives the abstract, "
-            "notes and annotations, and search finds words in them"
+        if not self.config.fulltext.enabled:
+            raise AskError(
+                "full text is not pulled: fulltext.enabled is off in the config; get_paper gives the "
+                "abstract, notes and annotations, and search finds words in them"
+            )
+        from .fulltext import passages
+
+        with _read_only(self.config) as store:
+            texts = store.paper_fulltext(key)
+        if not texts:
+            raise AskError(f"no PDF text in the store for {_shown(key)} (Zotero has not indexed its PDF)")
+        text = "\n\n".join(piece for _, piece in texts)
+        if query:
+            text = passages(text, query)
+        cut = (
+            f"the first {max_chars} characters shown: ask with a query, or a higher max_chars"
+            if len(text) > max_chars
+            else ""
         )
+        answer = {"zotero_key": key, "attachments": [k for k, _ in texts], "text": text[:max_chars]}
+        return Answer(answer, cut)
 
     def related(self, key: str, limit: int = RELATED_LIMIT) -> Answer:
         """The papers closest in meaning to `key` (`zotsync related --format json`), when search by

@@ -6,7 +6,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Config
@@ -15,6 +15,7 @@ from ..gcpause import bulk_phase
 from ..plan import PullPlan
 from ..sources import Source, open_source
 from ..store import ApplyResult, Store, exclusive_lock
+from .fulltext import TextReport, pull_texts
 from .stores import open_store
 
 
@@ -25,6 +26,7 @@ class PullReport:
     result: ApplyResult
     reread: int | None = None  # the items a full pull (`--full`) read, which it compared one by one
     stopped: str = ""  # a dry run: the safety valve's refusal, which the real run would raise
+    texts: TextReport | None = None  # the attachments' full text, when it was pulled (fulltext.enabled)
 
     def to_dict(self, dry_run: bool = False) -> dict[str, object]:
         """The one JSON object `pull --json` prints; a dry run adds `dry_run` and `valve`."""
@@ -40,10 +42,18 @@ class PullReport:
         }
         if dry_run:
             found |= {"dry_run": True, "valve": "stop" if self.stopped else "ok"}
+        if self.texts is not None:
+            found["fulltext"] = {"fetched": self.texts.fetched, "removed": self.texts.removed}
         return found
 
     def summary(self) -> str:
-        """One line: what the pull changed."""
+        """One line: what the pull changed (and, when it pulled the PDFs' text, how much of it)."""
+        texts = self.texts
+        if texts is None or not (texts.fetched or texts.removed):
+            return self._items_summary()
+        return f"{self._items_summary()}; full text: {texts.fetched} fetched, {texts.removed} removed"
+
+    def _items_summary(self) -> str:
         r = self.result
         if not r.changed and self.reread is not None:
             return f"re-read {self.reread} items: no changes at library version {self.to_version}"
@@ -58,7 +68,12 @@ class PullReport:
 
 
 def pull(
-    source: Source, store: Store, full: bool = False, max_removal: float | None = None, dry_run: bool = False
+    source: Source,
+    store: Store,
+    full: bool = False,
+    max_removal: float | None = None,
+    dry_run: bool = False,
+    fulltext: bool = False,
 ) -> PullReport:
     """Incremental unless `full` (or the store holds another library): the source then lists everything
     and the store drops whatever it no longer has. With `max_removal` (the share `sync.max_removal`;
@@ -67,7 +82,17 @@ def pull(
     the result (`stopped`) instead of raised.
 
     A source that can digest its whole library cheaply (a snapshot file's SHA-256) is not read at all
-    when the digest is the one the store last took in from it."""
+    when the digest is the one the store last took in from it. With `fulltext` (not in a dry run), the
+    attachments' full text follows the items (app/fulltext.py)."""
+    report = _pull_items(source, store, full, max_removal, dry_run)
+    if fulltext and not dry_run and not report.stopped:
+        return replace(report, texts=pull_texts(source, store, full))
+    return report
+
+
+def _pull_items(
+    source: Source, store: Store, full: bool, max_removal: float | None, dry_run: bool
+) -> PullReport:
     state = store.sync_state
     before = state.library_version
     incremental = not full and state.source == source.id
@@ -120,7 +145,14 @@ def run_pull(
         store_for(config, dry_run) as store,
         bulk_phase(),
     ):
-        return pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
+        return pull(
+            source,
+            store,
+            full=full,
+            max_removal=valve(config, force),
+            dry_run=dry_run,
+            fulltext=config.fulltext.enabled,
+        )
 
 
 def _copied_at_rest(store: Path, copy: Path) -> bool:

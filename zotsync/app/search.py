@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .. import normalize, searchtext
 from ..catalogue import CatalogueFile
@@ -29,6 +29,7 @@ from ..store import Store, exclusive_lock, searchindex
 from ..store.searchindex import Curated, IndexHit
 from ..text import one_line
 from ..version import __version__
+from . import fulltext
 from .stores import open_store
 
 log = logging.getLogger("zotsync")
@@ -43,7 +44,8 @@ class SearchHit:
     zotero_key: str  # empty for a curated entry that matches no Zotero item
     title: str  # the curated title if the catalogue lists the paper, else Zotero's
     categories: list[str] = field(default_factory=list)  # where the page places it
-    where: str = ""  # the field the snippet comes from: title, authors, tags, abstract, why, note, annotation
+    # the field the snippet comes from: title, authors, tags, abstract, why, note, annotation, fulltext
+    where: str = ""
     snippet: str = ""  # one line of that field around the match
     fields: list[str] = field(default_factory=list)  # every field that matched, in that order
 
@@ -71,13 +73,13 @@ def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[Search
     with open_store(config, readonly=True) as store:
         built = store.search_index
         if built and store.sync_state.search_catalogue == made_from(catalogue_file.digest, store.generation):
-            return _found(store, query, limit)
+            return _found(store, query, limit, config.fulltext.enabled)
     if built:
         _match_catalogue(config, catalogue_file)
     else:
         _build_index(config, catalogue_file)
     with open_store(config, readonly=True) as store:
-        return _found(store, query, limit)
+        return _found(store, query, limit, config.fulltext.enabled)
 
 
 def made_from(catalogue_digest: str | None, generation: int) -> str:
@@ -141,16 +143,39 @@ def _index_matched(store: Store, catalogue: Catalogue, catalogue_digest: str | N
     index_catalogue(store, catalogue, matches, catalogue_digest)
 
 
-def _found(store: Store, query: searchtext.Query, limit: int) -> list[SearchHit]:
+def _found(store: Store, query: searchtext.Query, limit: int, texts: bool = True) -> list[SearchHit]:
     hits = store.search(query, limit)
     paths = Library(collections=store.collections()).collection_paths() if hits else {}
-    return [_hit(query, hit, paths) for hit in hits]
+    found = [_hit(query, hit, paths) for hit in hits]
+    if texts and len(found) < limit:  # the PDFs' text ranks after every match in what the library says
+        found += _text_hits(store, query, limit - len(found), [hit.paper for hit in hits])
+    return found
 
 
-def indexed_hits(store: Store, query: searchtext.Query, limit: int) -> list[SearchHit]:
+def _text_hits(store: Store, query: searchtext.Query, limit: int, skip: Sequence[str]) -> list[SearchHit]:
+    """The papers whose attachments' text (`fulltext`) holds every word of `query`, `skip` left out."""
+    hits = store.fulltext_search(query.words, limit, skip)
+    if not hits:
+        return []
+    shown = {hit.paper: hit for hit in store.index_entries([hit.paper for hit in hits])}
+    paths = Library(collections=store.collections()).collection_paths()
+    found = []
+    for text_hit in hits:
+        entry = shown.get(text_hit.paper)
+        if entry is None:
+            continue
+        hit = _hit(query, entry, paths)
+        text = store.fulltext_of(text_hit.attachment) or ""
+        found.append(
+            replace(hit, where="fulltext", snippet=fulltext.snippet(text, query), fields=["fulltext"])
+        )
+    return found
+
+
+def indexed_hits(store: Store, query: searchtext.Query, limit: int, texts: bool = True) -> list[SearchHit]:
     """`search` in the index as the last sync or search left it, writing nothing (for a reader that may
-    not bring it up to date: `zotsync mcp`, beside a running sync)."""
-    return _found(store, query, limit)
+    not bring it up to date: `zotsync mcp`, beside a running sync); `texts`: the PDFs' text too."""
+    return _found(store, query, limit, texts)
 
 
 def hits_of(

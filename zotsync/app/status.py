@@ -82,6 +82,9 @@ class StatusReport:
     )
     # papers on the page that OpenAlex says were retracted (enrich.citations): zotero_key, title, categories
     retracted: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # The attachments' full text (`fulltext.enabled`): with_text, without_text (Zotero lists the attachment
+    # but holds no text: a missing cache file), partial (Zotero indexed only some pages), chars; None: off.
+    fulltext: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -111,6 +114,7 @@ def _status_report(config: Config) -> StatusReport:
         merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
         state = store.sync_state
         last_page = store.catalogue_rows() or []
+        texts = store.fulltext_counts()._asdict() if config.fulltext.enabled else None
     answers = merged.derived.get(ENRICH, {})
     # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
     # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
@@ -163,6 +167,7 @@ def _status_report(config: Config) -> StatusReport:
         ],
         enrichment=enrichment_summary(answers, library, config.enrich.services),
         retracted=retracted(rows),
+        fulltext=texts,
     )
 
 
@@ -345,6 +350,12 @@ def format_text(report: dict[str, Any]) -> str:
         lines += [f"  - {show(row)}" for row in rows]
     lines.append(f"items no curated entry claims: {lib['uncurated']} (`zotsync list --uncurated` lists them)")
     lines += _enrichment_lines(report.get("enrichment") or {})
+    texts = report.get("fulltext")
+    if texts:
+        lines.append(
+            f"full text: {texts['with_text']} attachments with text ({texts['partial']} partly indexed), "
+            f"{texts['without_text']} without (no text in Zotero's index, or its cache file is missing)"
+        )
     return "\n".join(lines)
 
 

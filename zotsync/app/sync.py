@@ -102,7 +102,14 @@ def run_sync(
         # The catalogue a sync exported from was valid; any other must parse before any request.
         catalogue = None if last and last.inputs == inputs else catalogue_file.load()
         with bulk_phase():
-            report = pull(source, store, full=full, max_removal=valve(config, force), dry_run=dry_run)
+            report = pull(
+                source,
+                store,
+                full=full,
+                max_removal=valve(config, force),
+                dry_run=dry_run,
+                fulltext=config.fulltext.enabled,
+            )
             if report.stopped:  # a dry run the valve would stop: nothing more would happen
                 return SyncResult(report, (), source.requests, dry_run=True)
             due = tuple(processing.due(config))

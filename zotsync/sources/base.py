@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import SourceError
 from ..model import Changes, Collection, Item
 
 
@@ -70,3 +72,19 @@ def warn_repaired(keys: Iterable[str]) -> None:
         "object holds" if len(shown) == 1 else "objects hold",
         named,
     )
+
+
+class NoTextAccess(SourceError):
+    """The source may not be asked for the attachments' full text (an API key without access to the
+    library's files): the sync goes on without it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextListing:
+    """The attachments whose full text a source holds (or, not `complete`, whose text changed since a
+    listing), each with the stamp of its text, at library version `version` (None: a source without
+    one)."""
+
+    stamps: Mapping[str, str]
+    complete: bool
+    version: int | None = None

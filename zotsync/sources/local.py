@@ -35,9 +35,10 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,9 +47,9 @@ from typing import Any
 
 from ..errors import ConfigError, SourceError
 from ..inputs import absolute, open_input
-from ..model import NOT_A_KEY, ZOTERO_KEY, Changes, Collection, Creator, Item, Tag, sane_version
+from ..model import NOT_A_KEY, ZOTERO_KEY, Changes, Collection, Creator, FullText, Item, Tag, sane_version
 from ..secrets import excerpt
-from .base import Sink
+from .base import Sink, TextListing
 
 log = logging.getLogger("zotsync")
 
@@ -150,6 +151,7 @@ class LocalSource:
         self.group_id = library_id.strip() if library_type == "group" else ""
 
     requests = 0  # reads a local file: no HTTP
+    _texts: dict[str, tuple[int | None, ...]]  # key → the page and character counts of its text
 
     @property
     def id(self) -> str:
@@ -166,6 +168,52 @@ class LocalSource:
             return self._read(database)
         except OSError as exc:
             raise SourceError(f"cannot read {database}: {exc.strerror or exc}") from None
+
+    # -- the attachments' full text ------------------------------------------------------------
+    def text_listing(self, since: int | None) -> TextListing:
+        """Every attachment of the library in Zotero's `fulltextItems`, each stamped with its row's
+        version and its `.zotero-ft-cache` file's size and time (so a text Zotero re-indexed is read
+        again). Always the whole list: a file has no change log."""
+        database = self.database
+        if not database.exists():
+            raise ConfigError(f"no {DATABASE} at {self.path}")
+        self._texts = {}
+        with _open(database) as db:
+            reader = _Reader(db, database)
+            if "fulltextItems" not in reader.tables:
+                return TextListing({}, complete=True)
+            reader._check_schema()
+            library = reader._group(self.group_id) if self.library_type == "group" else reader._user_library()
+            rows = reader.q(
+                "SELECT i.key, f.version, f.indexedPages, f.totalPages, f.indexedChars, f.totalChars"
+                " FROM fulltextItems f JOIN items i ON i.itemID = f.itemID WHERE i.libraryID = ?",
+                (library.library_id,),
+            )
+        stamps = {}
+        for key, version, *counts in rows:
+            if not isinstance(key, str) or not ZOTERO_KEY.fullmatch(key):
+                continue
+            cache = self._cache_file(key)
+            try:
+                info = os.lstat(cache)
+                stamp = f"{version}:{info.st_size}:{info.st_mtime_ns}"
+            except OSError:
+                stamp = f"{version}:none"
+            stamps[key] = stamp
+            self._texts[key] = tuple(c if isinstance(c, int) else None for c in counts)
+        return TextListing(stamps, complete=True)
+
+    def _cache_file(self, key: str) -> Path:
+        return self.database.parent / "storage" / key / CACHE_FILE
+
+    def fetch_texts(self, wanted: Mapping[str, str], each: Callable[[FullText], None]) -> None:
+        """Each attachment's `.zotero-ft-cache` (a regular file only, at most MAX_CACHE bytes read,
+        invalid UTF-8 as U+FFFD). A missing file is an attachment without text: the words Zotero keeps in
+        `fulltextWords` are a set without order or repeats, no text to show or quote, so they are not
+        made into one."""
+        for key, stamp in sorted(wanted.items()):
+            counts = self._texts.get(key, (None, None, None, None))
+            each(FullText(key, stamp, read_cache(self._cache_file(key)), *counts))
 
     def _read(self, database: Path) -> Changes:
         for attempt in range(_READ_ATTEMPTS):
@@ -190,6 +238,41 @@ class LocalSource:
             log.debug("%s changed while it was read; reading it again", database)
             time.sleep(0.05 * (attempt + 1))
         raise SourceError(f"{database} kept changing while it was read (Zotero is busy): try again")
+
+
+# -- the full-text cache files ----------------------------------------------------------------------------
+
+CACHE_FILE = ".zotero-ft-cache"
+MAX_CACHE = 8 * 2**20  # bytes of one cache file read: Zotero's own default limit is 500,000 characters
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; where it is missing, lstat before opening says it
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO must not wait for a writer before fstat tells it apart
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def read_cache(path: Path) -> str | None:
+    """The text of a `.zotero-ft-cache` file; None when there is none, or when it is no regular file
+    (a symbolic link, a pipe, a device: never followed nor read), said in one debug line."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            log.debug("%s is not a regular file: not read", path)
+            return None
+        handle = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _BINARY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return None
+        if _NONBLOCK:
+            os.set_blocking(handle, True)
+        chunks, left = [], MAX_CACHE
+        while left > 0 and (chunk := os.read(handle, min(left, 2**20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 # -- opening without writing or locking ----------------------------------------------------------------
@@ -250,9 +333,9 @@ def _file_state(database: Path) -> tuple[object, ...]:
     """What changes whenever Zotero writes: the file's size and mtime and its header's change counter
     (bytes 24–27, bumped by every rollback-journal commit); the size and mtime of its -wal and -journal."""
     with open_input(database, "the Zotero database", SourceError) as handle:
-        stat = os.fstat(handle.fileno())
+        info = os.fstat(handle.fileno())
         header = handle.read(100)
-    parts: list[object] = [stat.st_size, stat.st_mtime_ns, header[24:28]]
+    parts: list[object] = [info.st_size, info.st_mtime_ns, header[24:28]]
     for suffix in ("-wal", "-journal"):
         try:
             companion = _beside(database, suffix).stat()

@@ -37,6 +37,7 @@ from ..gcpause import bulk_phase
 from ..model import (
     Changes,
     Collection,
+    FullText,
     InvalidObject,
     Item,
     library_url_of,
@@ -48,7 +49,7 @@ from ..net import Clock, HttpClient, Limits, Reply, RequestFailed, RequestPolicy
 from ..net import progress as progress_bar
 from ..net.transports import HttpxTransport
 from ..secrets import excerpt, register, register_url
-from .base import Sink, warn_repaired
+from .base import NoTextAccess, Sink, TextListing, warn_repaired
 
 log = logging.getLogger("zotsync.web")
 
@@ -429,6 +430,71 @@ class WebSource:
             trust_versions=not self.local,
         )
 
+    # -- the attachments' full text (Zotero's full-text index) -----------------------------------
+    def text_listing(self, since: int | None) -> TextListing:
+        """`GET /fulltext?since=`: the attachments whose text changed after library version `since` (all
+        of them from 0), with their texts' versions. The local API's `since` is the synced version
+        (unsynced texts would be missed): it is always asked from 0, and its listing is complete."""
+        self.policy.start(self.deadline)
+        start = 0 if self.local or since is None else since
+        try:
+            reply = self._http.get(
+                self._base_url + f"{self._prefix}/fulltext",
+                {"since": start},
+                self._zot.default_headers() | {"Accept-Encoding": "gzip, deflate"},
+                lambda answer: self._text_answer(answer, f"{self._prefix}/fulltext"),
+                shown=f"{self._prefix}/fulltext",
+            )
+        except RequestFailed as failure:
+            raise self._failure(failure) from None
+        versions = _versions(reply.body, self.MAX_OBJECTS)
+        return TextListing(
+            {key: str(version) for key, version in versions.items()},
+            complete=start == 0,
+            # The local API's library version stays put while Zotero indexes PDFs unsynced: with none
+            # to remember, every pull lists the texts again (a local request, and nothing is refetched).
+            version=None if self.local else reply.version,
+        )
+
+    def fetch_texts(self, wanted: Mapping[str, str], each: Callable[[FullText], None]) -> None:
+        """Each attachment's text (`GET /items/<key>/fulltext`), `concurrency` at a time through the
+        request policy (Backoff, Retry-After, the body cap, the deadline), handed to `each` as it
+        arrives; `wanted`: key → the stamp its listing gave. A 404 (no text after all) is a text of None."""
+        calls = [functools.partial(self._fetch_text, key, stamp) for key, stamp in sorted(wanted.items())]
+        try:
+            with self._progress(len(calls), "Fetching the attachments' full text") as advance:
+                run_ahead(
+                    self.policy,
+                    calls,
+                    self.concurrency,
+                    advance=advance,
+                    each=lambda _index, text: each(text),
+                )
+        except RequestFailed as failure:
+            raise self._failure(failure) from None
+
+    def _fetch_text(self, key: str, stamp: str) -> FullText:
+        path = f"{self._prefix}/items/{key}/fulltext"
+        reply = self._http.get(
+            self._base_url + path,
+            {},
+            self._zot.default_headers() | {"Accept-Encoding": "gzip, deflate"},
+            lambda answer: self._text_answer(answer, path, missing_ok=True),
+            shown=path,
+        )
+        return _full_text(key, stamp, reply.body)
+
+    def _text_answer(self, reply: Reply, path: str, missing_ok: bool = False) -> _Reply:
+        if reply.status in (401, 403) and not self.local:
+            raise NoTextAccess(
+                f"HTTP {reply.status} for the full text: the API key may not read this library's files and "
+                "their text; the sync goes on without it (allow file access for the key at "
+                "https://www.zotero.org/settings/keys, or set fulltext.enabled: false)"
+            )
+        if reply.status == 404 and missing_ok:
+            return _Reply(404, None, None, None)
+        return self._answer(reply, path, None)
+
     # -- running requests -----------------------------------------------------------------------
     def _run(
         self,
@@ -556,6 +622,26 @@ class WebSource:
     def _progress(self, total: int, label: str) -> contextlib.AbstractContextManager[Callable[[int], None]]:
         """A bar on stderr only when asked for (not -q), on a terminal, and for more than one page."""
         return progress_bar(total, label, self.progress, least=PAGE)
+
+
+def _full_text(key: str, stamp: str, body: Any) -> FullText:
+    """An attachment's text from its `/fulltext` answer (None: a 404, or no text in it)."""
+    if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+        return FullText(key, stamp, None)
+
+    def count(name: str) -> int | None:
+        value = body.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    return FullText(
+        key,
+        stamp,
+        body["content"],
+        count("indexedPages"),
+        count("totalPages"),
+        count("indexedChars"),
+        count("totalChars"),
+    )
 
 
 def _count(reply: _Reply) -> int:

@@ -7,15 +7,15 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ..errors import StoreError
 from ..facts import stored_version
-from ..model import CHILD_TYPES, Changes, Collection, Item, ItemFacts, Library, PaperNotes
+from ..model import CHILD_TYPES, Changes, Collection, FullText, Item, ItemFacts, Library, PaperNotes
 from ..outputs import FileRecord
 from ..searchtext import Query, blank_note
-from . import searchindex, vectors
+from . import fulltext, searchindex, vectors
 from .codec import items_of, page_items
 from .derived import Derived
 from .failures import DAMAGED, cause, store_errors
@@ -555,6 +555,11 @@ class Store:
             db.execute("COMMIT")
 
     @store_errors
+    def index_entries(self, papers: Sequence[str]) -> list[searchindex.IndexHit]:
+        """What the search index holds of `papers`, as hits (for the PDFs' text hits)."""
+        return searchindex.entries(self._db, papers) if self.search_index else []
+
+    @store_errors
     def build_search_index(self) -> None:
         """The search index made from the items, in one transaction; its catalogue side is written next
         (`replace_curated`), as its stamp is cleared here."""
@@ -575,6 +580,75 @@ class Store:
             if self.search_index:
                 searchindex.replace_curated(db, list(placements))
             write_state(db, {"search_catalogue": made_from})
+
+    # -- the attachments' full text (store/fulltext.py) ----------------------------------------
+    @store_errors
+    def fulltext_stamps(self) -> dict[str, str]:
+        return fulltext.stamps(self._db)
+
+    @store_errors
+    def save_fulltext(
+        self, texts: Iterable[FullText], remove: Iterable[str] = (), cursor: str | None = None
+    ) -> None:
+        """`texts` written and the texts of `remove` dropped, in one transaction; with `cursor`, the
+        listing they complete is remembered with them."""
+        with self._transaction() as db:
+            fulltext.save(db, texts)
+            fulltext.remove(db, remove)
+            if cursor is not None:
+                write_state(db, {"fulltext_cursor": cursor})
+
+    @contextlib.contextmanager
+    def fulltext_writer(self) -> Iterator[fulltext.Writer]:
+        """A writer of texts as they arrive (`fulltext.Writer`); what it holds uncommitted when the block
+        fails is rolled back, what it committed stays."""
+        writer = fulltext.Writer(self._db)
+        try:
+            yield writer
+            writer.commit()
+        except sqlite3.Error as exc:
+            writer.rollback()
+            raise StoreError(f"cannot write the full text into the store {self.path}: {cause(exc)}") from exc
+        except BaseException:
+            writer.rollback()
+            raise
+
+    @store_errors
+    def prune_fulltext(self) -> int:
+        """The texts of attachments gone from the store or in the trash, dropped; how many."""
+        with self._transaction() as db:
+            return fulltext.prune(db)
+
+    @store_errors
+    def fulltext_counts(self) -> fulltext.Counts:
+        return fulltext.counts(self._db)
+
+    @store_errors
+    def fulltext_search(
+        self, words: Sequence[str], limit: int, skip: Iterable[str] = ()
+    ) -> list[fulltext.TextHit]:
+        return fulltext.search(self._db, words, limit, skip)
+
+    @store_errors
+    def fulltext_of(self, key: str) -> str | None:
+        """The text of attachment `key`, or None."""
+        return fulltext.text_of(self._db, key)
+
+    @store_errors
+    def paper_fulltext(self, paper: str) -> list[tuple[str, str]]:
+        """(attachment key, text) of each of the paper's attachments that has text."""
+        return fulltext.texts_of_paper(self._db, paper)
+
+    @store_errors
+    def attachment_keys(self) -> set[str]:
+        """The keys of the attachments in the store that are not in the trash."""
+        return {
+            key
+            for (key,) in self._db.execute(
+                "SELECT i.key FROM items i LEFT JOIN items p ON p.key = i.parent_key"
+                " WHERE i.item_type = 'attachment' AND i.deleted = 0 AND coalesce(p.deleted, 0) = 0"
+            )
+        }
 
     # -- vectors of meaning (search.semantic) ---------------------------------------------------
     @store_errors

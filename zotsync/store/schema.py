@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..facts import stored_version
-from . import searchindex
+from . import fulltext, searchindex
 from .codec import INSERT_PAGE, facts_json, item_record, items_of, page_fields_sql, page_items, page_record
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -498,8 +498,18 @@ def citation_key_on_the_page(db: sqlite3.Connection) -> None:
 
 
 @migration
+def pdf_full_text(db: sqlite3.Connection) -> None:
+    """The attachments' full text, compressed, and its word index (store/fulltext.py). The search index
+    now holds each field's accent-folded copy too: it is dropped, and the next search builds it anew."""
+    fulltext.create(db)
+    for table in ("search_index", "search_short", "search_papers", "search_curated"):
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    db.execute("DELETE FROM sync_state WHERE name = 'search_catalogue'")
+
+
+@migration
 def paper_vectors(db: sqlite3.Connection) -> None:
-    """17: each paper's vector of meaning (`search.semantic`, store/vectors.py): a digest of the model and
+    """18: each paper's vector of meaning (`search.semantic`, store/vectors.py): a digest of the model and
     the text it was made from, and the vector (int8, with its scale); and all of them packed in one row
     (`vector_matrix`), which a search reads at once. Made once: a store whose record lost the later
     names (an upgrade from before them) may have them already."""
@@ -553,6 +563,7 @@ TABLES = frozenset(
         "vector_matrix",
     }
     | searchindex.TABLES
+    | fulltext.TABLES
 )
 
 # A hand edit of an `items` row shows on the page: the page row follows it, and its facts are cleared

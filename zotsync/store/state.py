@@ -30,6 +30,8 @@ class SyncState:
     page_settings: str | None = None  # the settings those rows were made with (JSON, app/changes.py)
     # JSON: processor name → what it noted at the end of its last run (zotsync/processing, `Job.remember`)
     processor_marks: str | None = None
+    # JSON: the source and library version the attachments' full text was last listed at (app/fulltext.py)
+    fulltext_cursor: str | None = None
     search_catalogue: str | None = (
         None  # what the search index's catalogue side was made from (app/search.py)
     )
