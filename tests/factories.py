@@ -190,6 +190,7 @@ _MADE_AFTER_8: dict[int, tuple[str, ...]] = {
     11: ("feed_entries",),
     13: ("search_papers", "search_curated", "search_index", "search_short", "INDEX items_children"),
     14: ("note_changes", "INDEX item_page_children", "COLUMN export_files.made_from"),
+    17: ("kept_reports",),
 }
 
 
