@@ -3,10 +3,11 @@ exporters need, and the plan of the files they write."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from .. import formats, processing
 from ..catalogue import CatalogueFile, load_catalogue
 from ..config import Config
 from ..digest import News
+from ..errors import ZotsyncError
 from ..export import ExportInput, LinkPlan, Page, notes
 from ..export.base import Layout
 from ..export.markdown import category_files
@@ -170,7 +172,7 @@ def render(config: Config, fmt: str) -> str | bytes:
     the last sync wrote this page from what the page would be made of now, its file's bytes: the same
     page, without reconciling the library again (4 s at 100k items)."""
     catalogue_file = CatalogueFile.read(config.catalog, config.path)
-    with open_store(config, readonly=True) as store:
+    with catalogue_first(catalogue_file), open_store(config, readonly=True) as store:
         synced = synced_page(config, store, catalogue_file.digest, fmt)
     if synced is not None:
         return synced
@@ -179,6 +181,17 @@ def render(config: Config, fmt: str) -> str | bytes:
         merged = merge_for(config, catalogue, store, [fmt])
         given = ExportInput(merged.page, merged.library, merged.plan, feed_of(store))
         return next(iter(formats.get(fmt).render(given))).text
+
+
+@contextlib.contextmanager
+def catalogue_first(catalogue_file: CatalogueFile) -> Iterator[None]:
+    """A command that reads the store before it parses the catalogue, failing on the store, says what
+    is wrong with the catalogue first, as one that parses it first does."""
+    try:
+        yield
+    except ZotsyncError:
+        catalogue_file.load()  # raises the catalogue's own error, if it has one
+        raise
 
 
 # The built-in formats whose page is made of the page rows, the library and the settings alone: for

@@ -25,7 +25,7 @@ from ..reconcile.categories import near_duplicates
 from ..store import Store, SyncState
 from ..text import blank
 from .edit import curated_titles
-from .page import Merged, merge
+from .page import Merged, catalogue_first, merge
 from .stores import open_store
 
 
@@ -117,9 +117,7 @@ def status(config: Config) -> StatusReport:
     """The report; the one the last sync kept when nothing it was made of has changed since (a 100k
     library is not reconciled again for it)."""
     catalogue_file = CatalogueFile.read(config.catalog, config.path)
-    if catalogue_file.data is None:
-        catalogue_file.load()  # says why, before anything about the store, as it always has
-    with open_store(config, readonly=True) as store:
+    with catalogue_first(catalogue_file), open_store(config, readonly=True) as store:
         kept = kept_status(config, store, catalogue_file.digest)
     if kept is not None:
         return kept
