@@ -583,10 +583,10 @@ def _msgspec() -> tuple[Callable[[bytes], Any], type[Exception]]:
 
 
 def _decoded(raw: bytes) -> tuple[Any, bool]:
-    """A reply's JSON, and whether its text may hold lone surrogates. msgspec decodes the pages ~1.5 x
-    faster than json (the pull's largest CPU cost after SQLite) to the same objects; it refuses invalid
-    UTF-8 and lone surrogates, so text it decodes needs no search for them. Whatever it refuses, json
-    reads as before (a lone surrogate to repair) or refuses with json's own error."""
+    """A reply's JSON, and whether its text may hold lone surrogates. msgspec decodes the pages ~2 x
+    faster than json (0.11 s of CPU instead of 0.25 s at 28k items) to the same objects; it refuses
+    invalid UTF-8 and lone surrogates, so text it decodes needs no search for them. Whatever it refuses,
+    json reads as before (a lone surrogate to repair) or refuses with json's own error."""
     decode, refused = _msgspec()
     try:
         return decode(raw), False
