@@ -99,3 +99,27 @@ def test_a_changed_config_is_rendered(project, run, merges, tmp_path):
     merges.clear()
     after = exported(run, project, "md", tmp_path / "after.md")
     assert len(merges) == 1 and after != before
+
+
+def test_an_export_into_the_exports_folder_after_a_sync_writes_nothing(project, run, merges):
+    synced(run, project)
+    page = project / "exports" / "catalog.md"
+    notes = sorted((project / "exports" / "notes").glob("*.md"))
+    assert notes  # the bundled library has note pages: the export's other files
+    before = {path: path.stat().st_mtime_ns for path in [page, *notes]}
+    merges.clear()
+    result = run("--config", config_of(project), "export", "--format", "md")
+    assert result.code == 0, result.err
+    assert merges == [] and f"unchanged {page}" in result.err
+    assert {path: path.stat().st_mtime_ns for path in [page, *notes]} == before
+
+
+def test_an_export_into_the_exports_folder_makes_again_what_is_gone(project, run, merges):
+    synced(run, project)
+    note = sorted((project / "exports" / "notes").glob("*.md"))[0]
+    want = note.read_bytes()
+    note.unlink()
+    merges.clear()
+    result = run("--config", config_of(project), "export", "--format", "md")
+    assert result.code == 0, result.err
+    assert merges == [1] and note.read_bytes() == want

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import formats, processing
-from ..catalogue import CatalogueFile, load_catalogue
+from ..catalogue import CatalogueFile
 from ..config import Config
 from ..digest import News
 from ..errors import ZotsyncError
@@ -33,6 +33,7 @@ from ..reconcile.venue import load_venue_table
 from ..store import Store, exclusive_lock
 from ..store.derived import Derived
 from .changes import feed_of
+from .manifest import NAME as MANIFEST
 from .manifest import write_manifest
 from .site import site_of
 from .stores import open_store
@@ -231,9 +232,17 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str | bytes, list[tu
     if output.absolute().parent.resolve() != folder.absolute().resolve():
         return render(config, fmt), []
     exporter = formats.get(fmt)
-    catalogue = load_catalogue(config.catalog, config.path)
+    catalogue_file = CatalogueFile.read(config.catalog, config.path)
     # The store first: without one, nothing is made beside it (not even the lock file).
-    with open_store(config, readonly=True) as store, exclusive_lock(config.store):
+    with (
+        catalogue_first(catalogue_file),
+        open_store(config, readonly=True) as store,
+        exclusive_lock(config.store),
+    ):
+        synced = synced_page(config, store, catalogue_file.digest, fmt)
+        if synced is not None and exports_hold(folder, store):
+            return synced, []  # the page and its files are as the last sync wrote them: nothing to write
+        catalogue = catalogue_file.load()
         with bulk_phase():
             merged = merge_for(config, catalogue, store, [fmt])
             files = store.export_files()
@@ -255,6 +264,14 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str | bytes, list[tu
                 )
                 write_manifest(folder, writable)  # the published record follows the store's
     return made[0].text, result.written
+
+
+def exports_hold(folder: Path, store: Store) -> bool:
+    """Whether every file the last sync exported, and its manifest, is still on disk as it left them
+    (what an unchanged sync checks before it renders nothing)."""
+    if not (folder / MANIFEST).exists():
+        return False
+    return all(record.holds(path) for path, record in store.export_files().items())
 
 
 def export_input(
