@@ -151,9 +151,14 @@ def zotsync(config: Path, *args: str, timeout: float = 600) -> Run:
     return run
 
 
+SPREAD: list[str] = [""]  # the range of the last median_runs' wall times, for the row's notes
+
+
 def median_runs(repeat: int, once: Any) -> tuple[float, int | None, float]:
     runs = [once() for _ in range(repeat)]
     rss = [r.rss for r in runs if r.rss is not None]
+    walls = [r.seconds for r in runs]
+    SPREAD[0] = f"{min(walls):.2f}-{max(walls):.2f} s over {len(walls)}" if len(walls) > 1 else ""
     return (
         statistics.median(r.seconds for r in runs),
         max(rss) if rss else None,
@@ -268,7 +273,7 @@ def timed_row(measure: str, seconds: float, goal: float, rss: int | None = None,
     ok = seconds <= goal and (rss is None or not rss_goal or rss <= rss_goal * MB)
     figure = f"{seconds:.2f} s" + (f", {fmt_rss(rss)}" if rss_goal else "")
     goals = f"<= {goal:g} s" + (f", <= {rss_goal} MB" if rss_goal else "")
-    return Row(measure, figure, goals, ok)
+    return Row(measure, figure, goals, ok, [f"runs {SPREAD[0]}"] if SPREAD[0] else [])
 
 
 def in_child(function: Any, *args: Any) -> Any:
@@ -329,7 +334,7 @@ def snapshot_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> li
                     config, "-q", "export", "--format", fmt, "--output", str(out)
                 ),
             )
-            rows.append(timed_row(f"export --format {fmt} at {label}", seconds, 3, rss, 400))
+            rows.append(timed_row(f"export --format {fmt} at {label}", seconds, 2, rss, 300))
     if "sync" in only:
         seconds, rss, _ = median_runs(repeat, lambda: zotsync(config, "-q", "sync"))
         row = timed_row(f"no-change sync at {label} (snapshot)", seconds, 1)
@@ -337,9 +342,36 @@ def snapshot_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> li
         rows.append(row)
     if "status" in only:
         seconds, rss, _ = median_runs(repeat, lambda: zotsync(config, "status"))
-        row = timed_row(f"status at {label}", seconds, 3)
+        row = timed_row(f"status at {label}", seconds, 1)
         row.notes.append(f"peak {fmt_rss(rss)}")
         rows.append(row)
+        rows += changed_rows(config, label)
+    return rows
+
+
+def changed_rows(config: Path, label: str) -> list[Row]:
+    """For information: `status` and `export` right after the catalogue changed, when no sync has kept
+    the report or written the page for what they are asked (each one run: a whole reconcile)."""
+    catalogue = config.parent / "catalog.yaml"
+    kept = catalogue.read_bytes()
+    rows: list[Row] = []
+    try:
+        catalogue.write_bytes(kept + b"\n# edited\n")
+        SPREAD[0] = ""
+        for name, args in (
+            ("status", ("status",)),
+            (
+                "export --format csv",
+                ("-q", "export", "--format", "csv", "--output", str(config.parent / "x.csv")),
+            ),
+        ):
+            run = zotsync(config, *args)
+            row = timed_row(f"{name} at {label}, catalogue edited since the sync", run.seconds, 0)
+            row.ok, row.goal = None, "(information: nothing kept to reuse)"
+            row.notes.append(f"peak {fmt_rss(run.rss)}")
+            rows.append(row)
+    finally:
+        catalogue.write_bytes(kept)
     return rows
 
 
@@ -377,27 +409,31 @@ def web_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Ro
 
                 server("reset")
                 ours, ours_rss, ours_cpu = median_runs(repeat, first_pull)
+                spreads = [f"zotsync {SPREAD[0]}"]
                 requests = server("requests") // repeat
                 server("reset")
                 theirs, _, theirs_cpu = median_runs(repeat, naive)
+                spreads.append(f"naive {SPREAD[0]}")
                 naive_requests = server("requests") // repeat
                 if latency:
                     ratio = ours / theirs
                     row = Row(
                         f"first web pull {label} at 50 ms/request",
                         f"{ratio:.2f} x ({ours:.2f} s vs {theirs:.2f} s)",
-                        "<= 0.30 x",
-                        ratio <= 0.30,
+                        "<= 0.25 x",
+                        ratio <= 0.25,
                     )
                 else:
                     ratio = ours_cpu / theirs_cpu if theirs_cpu else float("inf")
                     row = Row(
                         f"first web pull {label} at 0 ms: client CPU",
                         f"{ratio:.2f} x ({ours_cpu:.2f} s vs {theirs_cpu:.2f} s CPU)",
-                        "<= 1.5 x",
-                        ratio <= 1.5,
+                        "<= 1.2 x",
+                        ratio <= 1.2,
                     )
                 row.notes.append(f"{requests} vs {naive_requests} requests; peak {fmt_rss(ours_rss)}")
+                if repeat > 1:
+                    row.notes.append("; ".join(spreads))
                 rows.append(row)
         if "web" in only:
             server("latency", 0.0)

@@ -192,6 +192,7 @@ _MADE_AFTER_8: dict[int, tuple[str, ...]] = {
     14: ("note_changes", "INDEX item_page_children", "COLUMN export_files.made_from"),
     17: ("fulltext_index", "fulltext"),
     18: ("paper_vectors", "vector_matrix"),
+    19: ("kept_reports",),
 }
 
 

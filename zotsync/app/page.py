@@ -3,6 +3,7 @@ exporters need, and the plan of the files they write."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -11,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import formats, processing
-from ..catalogue import CatalogueFile, load_catalogue
+from ..catalogue import CatalogueFile
 from ..config import Config
 from ..digest import News
+from ..errors import ZotsyncError
 from ..export import ExportInput, LinkPlan, Page, notes
 from ..export.base import Layout
 from ..export.markdown import category_files
@@ -23,14 +25,15 @@ from ..formats import Needs
 from ..gcpause import bulk_phase
 from ..model import Catalogue, Library, Link, Placement
 from ..outputs import FileRecord
+from ..plan import Reuse, restricted, reuse
 from ..plan import kept_note_pages as kept_by_plan
-from ..plan import restricted
 from ..reconcile import Options, Reconciliation, reconcile
 from ..reconcile.scope import Audience, PageScope, audience, page_rows
 from ..reconcile.venue import load_venue_table
 from ..store import Store, exclusive_lock
 from ..store.derived import Derived
 from .changes import feed_of
+from .manifest import NAME as MANIFEST
 from .manifest import write_manifest
 from .site import site_of
 from .stores import open_store
@@ -182,12 +185,58 @@ def default_output(config: Config, fmt: str) -> Path:
 
 
 def render(config: Config, fmt: str) -> str | bytes:
-    """The page of the format `fmt` alone (what `export --output` writes; a large page as UTF-8)."""
-    catalogue = load_catalogue(config.catalog, config.path)
+    """The page of the format `fmt` alone (what `export --output` writes; a large page as UTF-8). When
+    the last sync wrote this page from what the page would be made of now, its file's bytes: the same
+    page, without reconciling the library again (4 s at 100k items)."""
+    catalogue_file = CatalogueFile.read(config.catalog, config.path)
+    with catalogue_first(catalogue_file), open_store(config, readonly=True) as store:
+        synced = synced_page(config, store, catalogue_file.digest, fmt)
+    if synced is not None:
+        return synced
+    catalogue = catalogue_file.load()
     with open_store(config, readonly=True) as store, bulk_phase():
         merged = merge_for(config, catalogue, store, [fmt])
         given = ExportInput(merged.page, merged.library, merged.plan, feed_of(store))
         return next(iter(formats.get(fmt).render(given))).text
+
+
+@contextlib.contextmanager
+def catalogue_first(catalogue_file: CatalogueFile) -> Iterator[None]:
+    """A command that reads the store before it parses the catalogue, failing on the store, says what
+    is wrong with the catalogue first, as one that parses it first does."""
+    try:
+        yield
+    except ZotsyncError:
+        catalogue_file.load()  # raises the catalogue's own error, if it has one
+        raise
+
+
+# The built-in formats whose page is made of the page rows, the library and the settings alone: for
+# the same inputs, `export --output` renders the bytes the last sync wrote. (Atom's page also reads the
+# feed, and a plugin's may read anything: those render again.)
+PURE_PAGES = frozenset({"md", "csv", "html", "bib"})
+
+
+def synced_page(config: Config, store: Store, catalogue_digest: str | None, fmt: str) -> bytes | None:
+    """The bytes of the page of `fmt` the last sync wrote, if nothing it was made of has changed since:
+    the export inputs (code, config, catalogue, venue table), the store's content and notes (the
+    rows' note links), and the file itself. None: render it."""
+    if fmt not in PURE_PAGES or fmt not in config.exports.formats:
+        return None
+    state = store.sync_state
+    path = config.exports.dir / formats.get(fmt).page
+    record = store.export_files().get(str(path))
+    last = ExportRecord.loads(state.export_record)
+    inputs = export_inputs(config, catalogue_digest)
+    generations = (state.content_generation, state.notes_generation)
+    if record is None or reuse(last, inputs, *generations, lambda: True) is not Reuse.ALL:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    # The bytes themselves, not the size and time a stat gives: the page is the answer.
+    return data if hashlib.sha256(data).hexdigest() == record.sha256 else None
 
 
 def export(config: Config, fmt: str, output: Path) -> tuple[str | bytes, list[tuple[Path, bool]]]:
@@ -199,9 +248,17 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str | bytes, list[tu
     if output.absolute().parent.resolve() != folder.absolute().resolve():
         return render(config, fmt), []
     exporter = formats.get(fmt)
-    catalogue = load_catalogue(config.catalog, config.path)
+    catalogue_file = CatalogueFile.read(config.catalog, config.path)
     # The store first: without one, nothing is made beside it (not even the lock file).
-    with open_store(config, readonly=True) as store, exclusive_lock(config.store):
+    with (
+        catalogue_first(catalogue_file),
+        open_store(config, readonly=True) as store,
+        exclusive_lock(config.store),
+    ):
+        synced = synced_page(config, store, catalogue_file.digest, fmt)
+        if synced is not None and exports_hold(folder, store):
+            return synced, []  # the page and its files are as the last sync wrote them: nothing to write
+        catalogue = catalogue_file.load()
         with bulk_phase():
             merged = merge_for(config, catalogue, store, [fmt])
             files = store.export_files()
@@ -223,6 +280,14 @@ def export(config: Config, fmt: str, output: Path) -> tuple[str | bytes, list[tu
                 )
                 write_manifest(folder, writable)  # the published record follows the store's
     return made[0].text, result.written
+
+
+def exports_hold(folder: Path, store: Store) -> bool:
+    """Whether every file the last sync exported, and its manifest, is still on disk as it left them
+    (what an unchanged sync checks before it renders nothing)."""
+    if not (folder / MANIFEST).exists():
+        return False
+    return all(record.holds(path) for path, record in store.export_files().items())
 
 
 def export_input(

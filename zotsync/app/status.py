@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -10,18 +12,20 @@ from operator import attrgetter
 from typing import Any
 
 from .. import normalize
-from ..catalogue import load_catalogue
+from ..catalogue import CatalogueFile
 from ..config import Config
 from ..digest import GONE
+from ..export.record import export_inputs
 from ..gcpause import bulk_phase
 from ..model import Catalogue, Library, Placement, collection_path, in_collections
 from ..processing import Derived
 from ..processing.enrich.settings import NAME as ENRICH  # its answers make the report's enrichment summary
 from ..reconcile import MatchResult
 from ..reconcile.categories import near_duplicates
+from ..store import Store, SyncState
 from ..text import blank
 from .edit import curated_titles
-from .page import merge
+from .page import Merged, catalogue_first, merge
 from .stores import open_store
 
 
@@ -89,6 +93,16 @@ class StatusReport:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> StatusReport:
+        """The report `to_dict` gave (as JSON gives it back)."""
+        nested = {
+            "library": LibrarySummary(**raw["library"]),
+            "catalogue": CatalogueSummary(**raw["catalogue"]),
+            "enrichment": EnrichmentSummary(**raw["enrichment"]),
+        }
+        return cls(**(raw | nested))
+
     to_json = to_dict  # the name of zotsync 0.2 and earlier
 
     def summary(self) -> str:
@@ -101,20 +115,84 @@ class StatusReport:
         )
 
 
+STATUS = "status"  # the name of the report a sync keeps in the store (`Store.keep_report`)
+
+
 def status(config: Config) -> StatusReport:
+    """The report; the one the last sync kept when nothing it was made of has changed since (a 100k
+    library is not reconciled again for it)."""
+    catalogue_file = CatalogueFile.read(config.catalog, config.path)
+    with catalogue_first(catalogue_file), open_store(config, readonly=True) as store:
+        kept = kept_status(config, store, catalogue_file.digest)
+        # the texts change without the page: counted as they are now, never kept
+        texts = store.fulltext_counts()._asdict() if config.fulltext.enabled else None
+    if kept is not None:
+        return dataclasses.replace(kept, fulltext=texts)
+    catalogue = catalogue_file.load()
     # The report walks the whole page and library again: keep the collector paused for it too (resumed
     # earlier, it would scan the objects of the whole page, still alive, again and again).
     with bulk_phase():
-        return _status_report(config)
+        with open_store(config, readonly=True) as store:
+            merged = merge(config, catalogue, store, creators=False, links=False)  # it shows no links
+            state = store.sync_state
+            last_page = store.catalogue_rows() or []
+        return dataclasses.replace(report_of(config, catalogue, merged, state, last_page), fulltext=texts)
 
 
-def _status_report(config: Config) -> StatusReport:
-    catalogue = load_catalogue(config.catalog, config.path)
-    with open_store(config, readonly=True) as store:
-        merged = merge(config, catalogue, store, creators=False, links=False)  # the report shows no links
-        state = store.sync_state
-        last_page = store.catalogue_rows() or []
-        texts = store.fulltext_counts()._asdict() if config.fulltext.enabled else None
+def made_from(config: Config, catalogue_digest: str | None, generation: int) -> str:
+    """What a kept report was made from: every input of the page (code, settings, catalogue, venue
+    table) and the store's content generation, which every change of the library, or of what a
+    processor derived, bumps."""
+    inputs = [export_inputs(config, catalogue_digest), generation]
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def kept_status(config: Config, store: Store, catalogue_digest: str | None) -> StatusReport | None:
+    """The report the last sync kept, if it was made from what the report would be made of now, with
+    the library's sync state (its version, the last sync) as it is now; None: make it anew."""
+    state = store.sync_state
+    body = store.kept_report(STATUS, made_from(config, catalogue_digest, state.content_generation))
+    if body is None:
+        return None
+    try:
+        kept = StatusReport.from_dict(json.loads(body))
+    except (ValueError, TypeError, KeyError):  # not what this zotsync keeps: make it anew
+        return None
+    return dataclasses.replace(kept, library=library_summary(state, kept.library))
+
+
+def keep_status(
+    config: Config, store: Store, catalogue: Catalogue, merged: Merged, digest: str | None
+) -> None:
+    """Keep the report of the page a sync just exported (`merged`), for the `status` runs until the
+    next change: made now, it costs a sync a second where it saves every `status` several."""
+    state = store.sync_state
+    report = report_of(config, catalogue, merged, state, store.catalogue_rows() or [])
+    body = json.dumps(report.to_dict(), ensure_ascii=False)
+    store.keep_report(STATUS, made_from(config, digest, state.content_generation), body)
+
+
+def library_summary(state: SyncState, counts: LibrarySummary) -> LibrarySummary:
+    """The library as `state` describes it now, with the `counts` of its content."""
+    return dataclasses.replace(
+        counts,
+        type=state.library_type,
+        id=state.library_id,
+        kind=(state.source or "").partition(":")[0],
+        name=state.library_name,
+        source=origin(state.source or ""),
+        version=state.library_version,
+        last_sync_at=state.last_sync_at,
+    )
+
+
+def report_of(
+    config: Config,
+    catalogue: Catalogue,
+    merged: Merged,
+    state: SyncState,
+    last_page: Sequence[tuple[str, str, str, str, str]],
+) -> StatusReport:
     answers = merged.derived.get(ENRICH, {})
     # The counts are the page's (`exports.scope` and `exclude_*` may keep rows off it); what a curator
     # looks at (the inbox, untitled and uncurated items) is every row reconcile placed.
@@ -126,18 +204,21 @@ def _status_report(config: Config) -> StatusReport:
     statuses = Counter(map(attrgetter("status"), rows))
     headings = dict.fromkeys(map(attrgetter("category"), rows))
     return StatusReport(
-        library=LibrarySummary(
-            type=state.library_type,
-            id=state.library_id,
-            kind=(state.source or "").partition(":")[0],
-            name=state.library_name,
-            source=origin(state.source or ""),
-            version=state.library_version,
-            last_sync_at=state.last_sync_at,
-            items=len(matches.candidates),
-            trashed=sum(1 for i in library.items if i.deleted and i.is_regular),
-            collections=len(library.collections),
-            uncurated=len(set(map(attrgetter("zotero_key"), every)) - claimed - {""}),
+        library=library_summary(
+            state,
+            LibrarySummary(
+                type="",
+                id="",
+                kind="",
+                name="",
+                source="",
+                version=None,
+                last_sync_at=None,
+                items=len(matches.candidates),
+                trashed=sum(1 for i in library.items if i.deleted and i.is_regular),
+                collections=len(library.collections),
+                uncurated=len(set(map(attrgetter("zotero_key"), every)) - claimed - {""}),
+            ),
         ),
         catalogue=CatalogueSummary(
             entries=len(rows),
@@ -167,7 +248,6 @@ def _status_report(config: Config) -> StatusReport:
         ],
         enrichment=enrichment_summary(answers, library, config.enrich.services),
         retracted=retracted(rows),
-        fulltext=texts,
     )
 
 

@@ -171,6 +171,7 @@ def _export_all(
     from .changes import page_changes, record_changes
     from .page import export_input, kept_note_pages, merge_for, rows_under
     from .search import index_catalogue
+    from .status import keep_status
 
     names = config.exports.formats
     last = ExportRecord.loads(store.sync_state.export_record)
@@ -194,6 +195,8 @@ def _export_all(
         )
         result.written += record_changes(config, store, changes, dry_run)
         index_catalogue(store, catalogue, merged.reconciliation.matches, catalogue_digest)
+        if not dry_run:  # `status` until the next change reads it: after CHANGES.md, whose rows it reads
+            keep_status(config, store, catalogue, merged, catalogue_digest)
     record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
     store.record_export(record.dumps(), result.records, result.made_from)
     return result

@@ -585,14 +585,14 @@ class WebSource:
             )
         total = _total_header(headers, self.MAX_OBJECTS)
         try:
-            body = json.loads(reply.body)
+            body, suspect = _decoded(reply.body)
         except RecursionError:  # nesting deeper than any API object: not worth a retry
             raise SourceError(
                 f"Zotero API: the response to GET {path} is nested too deeply to be read"
             ) from None
         except ValueError:
             raise Transient("a malformed JSON body") from None
-        return _Reply(status, version, total, body, suspect=may_hold_lone_surrogates(reply.body))
+        return _Reply(status, version, total, body, suspect=suspect)
 
     def _forbidden(self, status: int) -> str:
         if self.local:
@@ -657,6 +657,27 @@ def _item_page(start: int) -> dict[str, Any]:
 
 def _collection_page(start: int) -> dict[str, Any]:
     return {"format": "json", "limit": PAGE, "start": start}
+
+
+@functools.cache
+def _msgspec() -> tuple[Callable[[bytes], Any], type[Exception]]:
+    """msgspec's decoder, imported when a page first needs it (up to 20 ms, which an unchanged sync's
+    one 304 never needs)."""
+    import msgspec
+
+    return msgspec.json.Decoder().decode, msgspec.DecodeError
+
+
+def _decoded(raw: bytes) -> tuple[Any, bool]:
+    """A reply's JSON, and whether its text may hold lone surrogates. msgspec decodes the pages ~2 x
+    faster than json (0.11 s of CPU instead of 0.25 s at 28k items) to the same objects; it refuses
+    invalid UTF-8 and lone surrogates, so text it decodes needs no search for them. Whatever it refuses,
+    json reads as before (a lone surrogate to repair) or refuses with json's own error."""
+    decode, refused = _msgspec()
+    try:
+        return decode(raw), False
+    except refused:
+        return json.loads(raw), may_hold_lone_surrogates(raw)
 
 
 def _pages(count: int) -> int:

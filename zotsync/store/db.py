@@ -488,6 +488,20 @@ class Store:
             ).fetchall()
         return found
 
+    # -- reports kept beside the page a sync exported ----------------------------------------------
+    @store_errors
+    def kept_report(self, name: str, made_from: str) -> str | None:
+        """The report `name` a sync kept, if it was made from `made_from`; None: make it anew."""
+        row = self._db.execute(
+            "SELECT body FROM kept_reports WHERE name = ? AND made_from = ?", (name, made_from)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    @store_errors
+    def keep_report(self, name: str, made_from: str, body: str) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO kept_reports VALUES (?, ?, ?)", (name, made_from, body))
+
     # -- the last synced page (change digest) ---------------------------------------------------
     @store_errors
     def catalogue_rows(self) -> list[tuple[str, str, str, str, str]] | None:

@@ -541,6 +541,22 @@ def paper_vectors(db: sqlite3.Connection) -> None:
         )
 
 
+@migration
+def kept_reports(db: sqlite3.Connection) -> None:
+    """A report a sync made from the page it exported (`status`'s), with what it was made from, so that
+    a command asking for it while nothing changed reads it instead of reconciling the library again."""
+    run_sql(
+        db,
+        """
+        CREATE TABLE IF NOT EXISTS kept_reports (
+            name TEXT PRIMARY KEY,         -- the report: 'status'
+            made_from TEXT NOT NULL,       -- a digest of its inputs and the store's content generation
+            body TEXT NOT NULL             -- the report, JSON
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 # Every table a migration (or the first search) makes: a store without the mark (application_id 0, from a
 # zotsync before it) is ours only if it has the migrations table and none but these
 # (`identity.identify`). A new migration's table joins here (tests/test_store.py checks that a new store
@@ -561,6 +577,7 @@ TABLES = frozenset(
         "note_changes",
         "paper_vectors",
         "vector_matrix",
+        "kept_reports",
     }
     | searchindex.TABLES
     | fulltext.TABLES
