@@ -35,6 +35,7 @@ from zotsync.store import PAGE_FIELDS, Store
 
 if TYPE_CHECKING:
     import bibtexparser
+    import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = {"type": "user", "id": 4242, "name": "tests", "links": {}}
@@ -1246,3 +1247,17 @@ def with_citations(project: Path, server: MetadataServer, **keys: Any) -> str:
     with config.open("a", encoding="utf-8") as stream:
         stream.write("\n".join(section) + "\n")
     return str(config)
+
+
+def count_merges(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
+    """A list that grows by one for each page merge `module` makes (reconcile and render happen only
+    after one): a reused page, report or unchanged sync makes none."""
+    calls: list[int] = []
+    merge = module.merge
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return merge(*args, **kwargs)
+
+    monkeypatch.setattr(module, "merge", counting)
+    return calls

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from factories import config_of
+from factories import config_of, count_merges
 
 from zotsync.app import page as app
 
@@ -17,15 +17,7 @@ FORMATS = ("md", "csv", "html", "bib", "atom")
 @pytest.fixture
 def merges(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the page merges: a reused page makes none."""
-    calls: list[int] = []
-    merge = app.merge
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return merge(*args, **kwargs)
-
-    monkeypatch.setattr(app, "merge", counting)
-    return calls
+    return count_merges(monkeypatch, app)
 
 
 def with_formats(project: Path, names: tuple[str, ...]) -> None:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from factories import config_of
+from factories import config_of, count_merges
 
 from zotsync.app import status as app
 
@@ -18,15 +18,7 @@ INBOX = "  inbox_tags: [to-curate]\n"
 @pytest.fixture
 def merges(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the page merges `status` makes: a kept report makes none."""
-    calls: list[int] = []
-    merge = app.merge
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return merge(*args, **kwargs)
-
-    monkeypatch.setattr(app, "merge", counting)
-    return calls
+    return count_merges(monkeypatch, app)
 
 
 def status(run, config: str, fmt: str = "json") -> str:

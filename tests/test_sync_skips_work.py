@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SEEDS
-from factories import config_of
+from factories import config_of, count_merges
 
 from zotsync import fingerprints
 from zotsync.app import changes as changes_module
@@ -27,15 +27,7 @@ from zotsync.store import Store
 @pytest.fixture
 def renders(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the page merges (reconcile + render happen only after one)."""
-    calls: list[int] = []
-    merge = app.merge
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return merge(*args, **kwargs)
-
-    monkeypatch.setattr(app, "merge", counting)
-    return calls
+    return count_merges(monkeypatch, app)
 
 
 @pytest.fixture
