@@ -52,13 +52,12 @@ def _folder() -> Path:
 
 
 @functools.cache
-def _model() -> tuple[Any, Any]:
-    """The token vectors (vocabulary × 256, float16, mapped from the file) and the tokenizer, read once
-    per process."""
+def _table() -> Any:
+    """The token vectors (vocabulary × 256, float16), mapped from the file once per process: a query
+    touches only its tokens' rows of the 16 MB."""
     folder = _folder()
     try:
         import numpy as np
-        from tokenizers import Tokenizer
     except ImportError as exc:
         raise ModelMissing(f"search by meaning needs {exc.name}: {HOW_TO_INSTALL}") from None
     path = folder / WEIGHTS
@@ -67,17 +66,40 @@ def _model() -> tuple[Any, Any]:
         header = json.loads(file.read(size))
     tensor = header["embedding.weight"]
     start, _ = tensor["data_offsets"]
-    # mapped, not read: a query touches only its tokens' rows of the 16 MB
-    table = np.memmap(path, dtype="<f2", mode="r", offset=8 + size + start, shape=tuple(tensor["shape"]))
+    return np.memmap(path, dtype="<f2", mode="r", offset=8 + size + start, shape=tuple(tensor["shape"]))
+
+
+@functools.cache
+def _tokenizer() -> Any:
+    """The model's tokenizer, read once per process (about 0.1 s: a 1.8 MB JSON file)."""
+    folder = _folder()
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise ModelMissing(f"search by meaning needs {exc.name}: {HOW_TO_INSTALL}") from None
     tokenizer = Tokenizer.from_file(str(folder / TOKENIZER))
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    return table, tokenizer
+    return tokenizer
+
+
+@functools.cache
+def _tokens() -> Any:
+    """The tokenizer's compact form for one short text (zotsync/tokens.py); None when unavailable."""
+    from .tokens import Tokens
+
+    return Tokens.open(_folder() / TOKENIZER)
+
+
+def _model() -> tuple[Any, Any]:
+    return _table(), _tokenizer()
 
 
 def available() -> bool:
     try:
-        _model()
+        _table()
+        if _tokens() is None:
+            _tokenizer()
     except (ModelMissing, OSError, ValueError, KeyError):
         return False
     return True
@@ -112,3 +134,22 @@ def embed(texts: Sequence[str], progress: Callable[[int], None] | None = None) -
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out
+
+
+def embed_one(text: str) -> np.ndarray:
+    """`embed([text])[0]`, for a short text (a query): its tokens come from the tokenizer's compact
+    form, so the tokenizer itself is never loaded."""
+    import numpy as np
+
+    text = text[:MAX_CHARS]
+    tokens = _tokens()
+    ids = tokens.tokenize(text) if tokens is not None else None
+    if ids is None:
+        return embed([text])[0]
+    table = _table()
+    if not ids:
+        return np.zeros(table.shape[1], dtype=np.float32)
+    found = np.clip(np.asarray(ids, dtype=np.int64), 0, table.shape[0] - 1)
+    vector = table[found].astype(np.float32).sum(axis=0) / len(ids)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
