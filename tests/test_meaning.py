@@ -106,7 +106,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_embedding_opens_no_socket(run, tmp_path: Path, offline: None) -> None:
-    for read_once in (embed._table, embed._tokenizer, embed._tokens):
+    for read_once in (embed._table, embed._floats, embed._tokenizer, embed._tokens):
         read_once.cache_clear()  # read the model's files again, with the network refused
     config = project(tmp_path)
     assert synced(run, config)["processed"]["meaning"]["embedded"] == len(PAPERS)
