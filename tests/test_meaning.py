@@ -320,3 +320,53 @@ def test_the_embedding_bar_keeps_quiet_under_q(run, tmp_path: Path, monkeypatch:
     edit_snapshot(config.parent, edit)
     assert run("--config", str(config), "sync").code == 0
     assert asked == [False, True]
+
+
+def test_a_damaged_tokenizer_cache_is_made_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zotsync import tokens
+
+    source = embed._folder() / embed.TOKENIZER
+    cache = tmp_path / "cache" / "tokenizer.sqlite"
+    monkeypatch.setattr(tokens, "cache_path", lambda _source: cache)
+    cache.parent.mkdir()
+    cache.write_bytes(b"not a database")
+    found = tokens.Tokens.open(source)
+    assert found is not None
+    expected = embed._tokenizer().encode("operator fusion", add_special_tokens=False).ids
+    assert found.tokenize("operator fusion") == expected
+
+
+def test_products_a_block_at_a_time_are_the_matrix_s() -> None:
+    import numpy as np
+
+    from zotsync.processing.meaning import Vectors, encode
+
+    rng = np.random.default_rng(7)
+    made = rng.normal(size=(2500, embed.DIMENSIONS)).astype(np.float32)  # more than two blocks
+    made /= np.linalg.norm(made, axis=1, keepdims=True)
+    blob = b"".join(encode(made))
+    query = rng.normal(size=embed.DIMENSIONS).astype(np.float32)
+    query /= np.linalg.norm(query)
+    by_blocks = Vectors.from_rows([str(i) for i in range(len(made))], blob)
+    whole = Vectors.from_rows([str(i) for i in range(len(made))], blob)
+    assert np.allclose(by_blocks.products(query), whole.matrix @ query, atol=1e-5)
+    assert np.allclose(by_blocks.products(query), made @ query, atol=0.02)  # int8 keeps the direction
+    assert by_blocks.related("5", 5) == whole.related("5", 5)
+
+
+@pytest.mark.slow
+def test_a_search_by_meaning_imports_no_keyword_search(run, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    config = project(tmp_path)
+    synced(run, config)
+    script = (
+        "import sys\nfrom zotsync.cli import main\n"
+        f"code = main(['--config', {str(config)!r}, 'search', '--mode', 'semantic', 'birds', '-q'])\n"
+        "heavy = [m for m in ('zotsync.app.search', 'zotsync.reconcile', 'zotsync.catalogue', 'tokenizers',"
+        " 'pandas') if m in sys.modules]\n"
+        "print(code, heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr

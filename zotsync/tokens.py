@@ -77,11 +77,18 @@ class Tokens:
         """The compact form of `source`, made first if need be; None when it cannot be."""
         try:
             path = cache_path(source)
-            if not path.exists():
-                _build(source, path)
-            return cls(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True))
+            for attempt in range(2):
+                if not path.exists():
+                    _build(source, path)
+                try:
+                    return cls(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True))
+                except sqlite3.Error:  # damaged (a disk full while it was made): made again, once
+                    if attempt:
+                        raise
+                    path.unlink()
         except (OSError, sqlite3.Error, ValueError, KeyError, TypeError):
             return None
+        return None
 
     def _merge(self, left: int, right: int) -> tuple[int, int] | None:
         pair = left * self.size + right
