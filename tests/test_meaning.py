@@ -370,3 +370,17 @@ def test_a_search_by_meaning_imports_no_keyword_search(run, tmp_path: Path) -> N
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def test_a_query_is_tokenized_alike_in_another_thread() -> None:
+    import threading
+
+    tokens = embed._tokens()
+    assert tokens is not None
+    here = tokens.tokenize("combining kernels")
+    there: list[object] = []
+    thread = threading.Thread(target=lambda: there.append(tokens.tokenize("combining kernels")))
+    thread.start()
+    thread.join()
+    assert here is not None
+    assert there == [here]  # not None: the compact form served the other thread too

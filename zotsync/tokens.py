@@ -81,7 +81,9 @@ class Tokens:
                 if not path.exists():
                     _build(source, path)
                 try:
-                    return cls(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True))
+                    # read-only, so one connection serves every thread (`zotsync mcp` over HTTP)
+                    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+                    return cls(db)
                 except sqlite3.Error:  # damaged (a disk full while it was made): made again, once
                     if attempt:
                         raise
