@@ -106,9 +106,11 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_embedding_opens_no_socket(run, tmp_path: Path, offline: None) -> None:
-    embed._model.cache_clear()  # read the model's files again, with the network refused
+    for read_once in (embed._table, embed._floats, embed._tokenizer, embed._tokens):
+        read_once.cache_clear()  # read the model's files again, with the network refused
     config = project(tmp_path)
     assert synced(run, config)["processed"]["meaning"]["embedded"] == len(PAPERS)
+    assert run("--config", str(config), "search", "--mode", "semantic", "bird migration").code == 0
     stored = vectors(config)
     assert set(stored) == set(PAPERS)
     assert all(len(vector) == 4 + embed.DIMENSIONS for _, vector in stored.values())  # int8 and a scale
@@ -251,3 +253,134 @@ def test_a_hit_in_no_collection_is_unfiled_as_the_page_says() -> None:
     from zotsync.reconcile import UNFILED
 
     assert meaning.UNFILED == UNFILED
+
+
+TEXTS = [
+    "",
+    " ",
+    "  two  spaces  ",
+    "combining kernels to avoid writing intermediate results back to DRAM",
+    "Line one\nline two\ttabbed",
+    "héllo wörld, naïve café — “quotes” ½ ﬁ",
+    "张量编译器把相邻的算子融合",
+    "日本語のテキストと한국어 텍스트",
+    "emoji 😀🚀 and symbols Ω≈√∫≤",
+    ZH_ABSTRACT,
+    *(f"{title}\n{abstract}" for title, abstract in PAPERS.values()),
+    "fusion " * 140,
+]
+
+
+def test_a_query_is_tokenized_as_the_model_s_tokenizer_does(tmp_path: Path) -> None:
+    import sqlite3
+
+    from zotsync.tokens import Tokens, _build
+
+    source = embed._folder() / embed.TOKENIZER
+    _build(source, tmp_path / "tokens.sqlite")
+    tokens = Tokens(sqlite3.connect(tmp_path / "tokens.sqlite"))
+    tokenizer = embed._tokenizer()
+    for text in TEXTS:
+        assert tokens.tokenize(text) == tokenizer.encode(text, add_special_tokens=False).ids, text
+    assert tokens.tokenize("a </s> b") is None  # a special token's spelling: left to the tokenizer
+
+
+def test_a_query_s_vector_is_the_one_a_batch_gives_it() -> None:
+    import numpy as np
+
+    batch = embed.embed(TEXTS)
+    for text, vector in zip(TEXTS, batch, strict=True):
+        assert np.allclose(embed.embed_one(text), vector, atol=1e-6), text
+    assert np.allclose(embed.embed_one("x </s> y"), embed.embed(["x </s> y"])[0], atol=1e-6)
+
+
+def test_the_embedding_bar_keeps_quiet_under_q(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+
+    from zotsync import net
+
+    asked: list[bool] = []
+
+    @contextlib.contextmanager
+    def progress(total: int, label: str, shown: bool, least: int = 100):  # type: ignore[no-untyped-def]
+        asked.append(shown)
+        yield lambda _n: None
+
+    monkeypatch.setattr(net, "progress", progress)
+    config = project(tmp_path / "quiet")
+    assert run("--config", str(config), "sync", "-q").code == 0
+
+    def edit(objects: list[dict]) -> list[dict]:
+        for obj in objects:
+            if obj["key"] == "BIRDAAAA":
+                obj["version"] = obj["data"]["version"] = 9999
+                obj["data"]["abstractNote"] = "Warblers over the Alps."
+        return objects
+
+    edit_snapshot(config.parent, edit)
+    assert run("--config", str(config), "sync").code == 0
+    assert asked == [False, True]
+
+
+def test_a_damaged_tokenizer_cache_is_made_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zotsync import tokens
+
+    source = embed._folder() / embed.TOKENIZER
+    cache = tmp_path / "cache" / "tokenizer.sqlite"
+    monkeypatch.setattr(tokens, "cache_path", lambda _source: cache)
+    cache.parent.mkdir()
+    cache.write_bytes(b"not a database")
+    found = tokens.Tokens.open(source)
+    assert found is not None
+    expected = embed._tokenizer().encode("operator fusion", add_special_tokens=False).ids
+    assert found.tokenize("operator fusion") == expected
+
+
+def test_products_a_block_at_a_time_are_the_matrix_s() -> None:
+    import numpy as np
+
+    from zotsync.processing.meaning import Vectors, encode
+
+    rng = np.random.default_rng(7)
+    made = rng.normal(size=(2500, embed.DIMENSIONS)).astype(np.float32)  # more than two blocks
+    made /= np.linalg.norm(made, axis=1, keepdims=True)
+    blob = b"".join(encode(made))
+    query = rng.normal(size=embed.DIMENSIONS).astype(np.float32)
+    query /= np.linalg.norm(query)
+    by_blocks = Vectors.from_rows([str(i) for i in range(len(made))], blob)
+    whole = Vectors.from_rows([str(i) for i in range(len(made))], blob)
+    assert np.allclose(by_blocks.products(query), whole.matrix @ query, atol=1e-5)
+    assert np.allclose(by_blocks.products(query), made @ query, atol=0.02)  # int8 keeps the direction
+    assert by_blocks.related("5", 5) == whole.related("5", 5)
+
+
+@pytest.mark.slow
+def test_a_search_by_meaning_imports_no_keyword_search(run, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    config = project(tmp_path)
+    synced(run, config)
+    script = (
+        "import sys\nfrom zotsync.cli import main\n"
+        f"code = main(['--config', {str(config)!r}, 'search', '--mode', 'semantic', 'birds', '-q'])\n"
+        "heavy = [m for m in ('zotsync.app.search', 'zotsync.reconcile', 'zotsync.catalogue', 'tokenizers',"
+        " 'pandas') if m in sys.modules]\n"
+        "print(code, heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def test_a_query_is_tokenized_alike_in_another_thread() -> None:
+    import threading
+
+    tokens = embed._tokens()
+    assert tokens is not None
+    here = tokens.tokenize("combining kernels")
+    there: list[object] = []
+    thread = threading.Thread(target=lambda: there.append(tokens.tokenize("combining kernels")))
+    thread.start()
+    thread.join()
+    assert here is not None
+    assert there == [here]  # not None: the compact form served the other thread too

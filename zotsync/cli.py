@@ -414,13 +414,15 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str, 
     """Full-text search of the store: titles, authors, abstracts, tags, the curated why, Zotero notes and
     annotations. One paper per hit, best first, with where it matched and a snippet; every word of TEXT
     must occur (any script: `张量` finds 张量编译器). With search.semantic on, also by meaning."""
-    from .app import search
+    from .app import hits as shown
 
     if mode is None:
         mode = "hybrid" if state.config.search.semantic else "keyword"
     if mode == "keyword":
+        from .app import search
+
         hits = search.search(state.config, " ".join(words), limit)
-    else:
+    else:  # by meaning, alone or fused: the keyword search is imported only when it is asked
         from .app import meaning
 
         hits = meaning.search(state.config, " ".join(words), limit, mode)
@@ -428,8 +430,8 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str, 
         click.echo(json_safe(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False, indent=2)))
         return
     if hits:
-        click.echo("\n".join(search.format_hit(hit) for hit in hits))
-    state.say(search.summary(hits, limit))
+        click.echo("\n".join(shown.format_hit(hit) for hit in hits))
+    state.say(shown.summary(hits, limit))
 
 
 @cli.command("suggest")

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
+from .text import MAX_QUERY as MAX_QUERY  # a query's limit, named here too
 from .text import flatten
 
 # The searchable fields of a paper, in the indexes' column order, and what `where` calls each.
@@ -54,7 +55,6 @@ _SHORT_WORDS = re.compile(r"(?<![^\W_])[^\W_]{1,2}(?![^\W_])")
 # A query's words: what is left between spaces and punctuation.
 _QUERY_WORD = re.compile(r"[^\W_]+")
 
-MAX_QUERY = 1000  # characters of a query
 SNIPPET = 160  # characters of a snippet, about
 
 

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+MAX_QUERY = 1000  # characters of a search's query (kept here: a search by meaning needs no more)
+
 # The character sets below are built from these pieces, so each kind of control is listed once.
 _DEL_C1_BIDI = "\x7f-\x9f\u202a-\u202e\u2066-\u2069"  # DEL, C1, bidi embeddings/overrides/isolates
 _LINE_SEPARATORS = "\u2028\u2029"

@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..errors import ConfigError, StoreError
-from ..searchtext import MAX_QUERY
-from ..text import one_line
+from ..text import MAX_QUERY, one_line
 from .stores import open_store
 
 if TYPE_CHECKING:
     from ..processing.meaning import Vectors
     from ..store import Store
-    from .search import SearchHit
+    from .hits import SearchHit
 
 MODES = ("keyword", "semantic", "hybrid")
 RRF_K = 60  # reciprocal rank fusion's constant, as its authors chose it
@@ -87,11 +86,9 @@ def _vectors(store: Store) -> Vectors:
 
 def _nearest(vectors: Vectors, query: Any, limit: int) -> list[tuple[str, float]]:
     """The papers whose vectors are nearest to `query` (cosine), best first."""
-    import numpy as np
-
     from ..processing.meaning import best
 
-    scores = vectors.matrix @ query.astype(np.float32)
+    scores = vectors.products(query)
     return [(vectors.keys[i], float(scores[i])) for i in best(scores, limit)]
 
 
@@ -110,9 +107,9 @@ def related(config: Config, key: str, limit: int = DEFAULT_LIMIT) -> list[Relate
 def semantic(config: Config, text: str, limit: int) -> list[Related]:
     """The papers nearest in meaning to `text`, best first."""
     _check_on(config)
-    from ..embed import embed
+    from ..embed import embed_one
 
-    query = embed([text])[0]
+    query = embed_one(text)
     if not query.any():
         raise ConfigError("the search text has no word the model knows")
     with open_store(config, readonly=True) as store:
@@ -169,7 +166,7 @@ def search(config: Config, text: str, limit: int, mode: str) -> list[SearchHit]:
 
 
 def _as_hit(hit: Related) -> SearchHit:
-    from .search import SearchHit
+    from .hits import SearchHit
 
     return SearchHit(hit.zotero_key, hit.title, hit.categories, "meaning", f"similarity {hit.score:.2f}", [])
 

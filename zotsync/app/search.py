@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 
 from .. import normalize, searchtext
 from ..catalogue import CatalogueFile
@@ -27,37 +27,16 @@ from ..model import Catalogue, Collection, Library
 from ..reconcile import UNFILED, MatchResult, match
 from ..store import Store, exclusive_lock, searchindex
 from ..store.searchindex import Curated, IndexHit
-from ..text import one_line
 from ..version import __version__
 from . import fulltext
+from .hits import SearchHit as SearchHit  # this module's names before
+from .hits import format_hit as format_hit
+from .hits import summary as summary
 from .stores import open_store
 
 log = logging.getLogger("zotsync")
 
 DEFAULT_LIMIT = 20
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One paper a search found."""
-
-    zotero_key: str  # empty for a curated entry that matches no Zotero item
-    title: str  # the curated title if the catalogue lists the paper, else Zotero's
-    categories: list[str] = field(default_factory=list)  # where the page places it
-    # the field the snippet comes from: title, authors, tags, abstract, why, note, annotation, fulltext
-    where: str = ""
-    snippet: str = ""  # one line of that field around the match
-    fields: list[str] = field(default_factory=list)  # every field that matched, in that order
-
-    def to_dict(self) -> dict[str, object]:
-        """What `search --format json` prints for the hit."""
-        return asdict(self)
-
-    as_json = to_dict  # the name of zotsync 0.2 and earlier
-
-    def summary(self) -> str:
-        """One line: the key, the title and where it matched."""
-        return f"{self.zotero_key or '(curated)'} {self.title} [{self.where}]"
 
 
 def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
@@ -204,16 +183,3 @@ def _hit(query: searchtext.Query, hit: IndexHit, paths: dict[str, str]) -> Searc
         snippet=found.snippet,
         fields=list(found.fields),
     )
-
-
-def format_hit(hit: SearchHit) -> str:
-    """Two lines: key, title and categories; then where it matched and the snippet. What Zotero or the
-    catalogue holds is made one line each, harmless on a terminal."""
-    key = hit.zotero_key or "-" * 8
-    categories = f"  [{one_line('; '.join(hit.categories))}]" if hit.categories else ""
-    return f"{key}  {one_line(hit.title)}{categories}\n          {hit.where}: {one_line(hit.snippet)}"
-
-
-def summary(hits: Sequence[SearchHit], limit: int) -> str:
-    more = " (the first; --limit shows more)" if len(hits) == limit else ""
-    return f"{len(hits)} paper{'' if len(hits) == 1 else 's'}{more}"

@@ -116,7 +116,7 @@ def run_sync(
             # Who a processor may ask about what, only when one runs: it imports what makes the page,
             # which an unchanged sync never loads.
             audience = page_audience(config, catalogue_file) if due and not dry_run else None
-            processed = [] if dry_run else processing.run_stage(config, store, clock, audience)
+            processed = [] if dry_run else processing.run_stage(config, store, clock, audience, progress)
         done = functools.partial(SyncResult, requests=source.requests, dry_run=dry_run, due=due)
         # A store that never exported goes on from the published exports.
         adopt_manifest(config.exports.dir, store)

@@ -94,6 +94,7 @@ class Job:
     dry_run: bool = False  # work out what would change, save nothing
     # Which items may leave the machine, and which first (the page's settings); None: every item.
     audience: AudienceOf | None = None
+    progress: bool = False  # a long run may show a bar on a terminal (not under -q)
 
     def library(self) -> Library:
         """The library as the page reads it (items with their facts)."""
@@ -200,14 +201,18 @@ def sections(plugins: bool = True) -> dict[str, type]:
 
 
 def run_stage(
-    config: Config, store: Store, now: Callable[[], datetime], audience: AudienceOf | None = None
+    config: Config,
+    store: Store,
+    now: Callable[[], datetime],
+    audience: AudienceOf | None = None,
+    progress: bool = False,
 ) -> list[Report]:
     """Every enabled processor, in order (the `sync` between its pull and its exports)."""
     reports = []
     for name in names():
         processor = get(name)
         if processor.enabled(config):
-            job = Job(config, store, name, config.sync.deadline, now, audience=audience)
+            job = Job(config, store, name, config.sync.deadline, now, audience=audience, progress=progress)
             report = processor.run(job)
             for warning in report.warnings:  # said once, here: a processor never fails the run for them
                 log.warning(warning)

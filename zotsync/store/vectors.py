@@ -66,10 +66,23 @@ def pack(db: sqlite3.Connection, packed: Packed) -> None:
 
 
 def packed(db: sqlite3.Connection) -> Packed | None:
-    row = db.execute("SELECT made, papers, matrix, mean, lengths FROM vector_matrix").fetchone()
+    """The packed row. Its matrix (26 MB at 100,000 papers) is read as a blob, twice as fast as a
+    query's value; the row's `made` read again after says it was not packed anew meanwhile."""
+    row = db.execute("SELECT made, papers, mean, lengths FROM vector_matrix WHERE id = 1").fetchone()
     if row is None:
         return None
-    made, papers, matrix, mean, lengths = row
+    made, papers, mean, lengths = row
+    try:
+        with db.blobopen("vector_matrix", "matrix", 1, readonly=True) as blob:
+            matrix = blob.read()
+        again = db.execute("SELECT made FROM vector_matrix WHERE id = 1").fetchone()
+        if again is None or again[0] != made:
+            raise sqlite3.OperationalError("packed anew while read")
+    except sqlite3.OperationalError:  # packed anew meanwhile: read the whole row at once
+        found = db.execute("SELECT made, papers, matrix, mean, lengths FROM vector_matrix").fetchone()
+        if found is None:
+            return None
+        made, papers, matrix, mean, lengths = found
     return Packed(made, papers.split("\n") if papers else [], matrix, mean, lengths)
 
 
