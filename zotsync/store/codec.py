@@ -36,6 +36,7 @@ PAGE_FIELDS: tuple[str, ...] = (
     "citationKey",  # Zotero 7's own field for Better BibTeX's key (catalog.bib)
 )
 _PAGE_FIELD_SET = frozenset(PAGE_FIELDS)
+_STRINGS = frozenset({str})
 
 
 def page_fields_sql(column: str) -> str:
@@ -60,7 +61,27 @@ def _encoder(sort_keys: bool = False, separators: tuple[str, str] = (", ", ": ")
 
 
 FIELDS_JSON = _encoder(sort_keys=True)  # items.fields
-COMPACT_JSON = _encoder(separators=(",", ":"))  # the arrays, item_page.fields and facts
+COMPACT_JSON = _encoder(separators=(",", ":"))  # what LEAF_JSON may not write (a float)
+
+
+@functools.cache
+def _msgspec_encode() -> Callable[[Any], bytes]:
+    import msgspec  # when a pull first writes an item: an unchanged sync never needs it
+
+    return msgspec.json.Encoder().encode
+
+
+def LEAF_JSON(value: Any) -> str:  # named as the encoders beside it
+    """COMPACT_JSON's text, ~3 x faster, for what holds no float: the creators, tags, memberships and
+    facts, whose leaves the model makes strings, integers and booleans (msgspec escapes strings as json
+    does with ensure_ascii=False, but writes some floats otherwise). What msgspec refuses (a lone
+    surrogate, a str subclass) goes to json as before, which writes it or names the fault."""
+    try:
+        return _msgspec_encode()(value).decode()
+    except Exception:
+        return COMPACT_JSON(value)
+
+
 _scan_json = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # C scanner, undocumented
 
 
@@ -125,10 +146,10 @@ def item_record(item: Item) -> ItemRecord:
             item.title,
             int(item.deleted),
             # tuples (creators and tags are named tuples) encode as the arrays the columns hold
-            COMPACT_JSON(item.creators) if item.creators else "[]",
+            LEAF_JSON(item.creators) if item.creators else "[]",
             FIELDS_JSON(fields),
-            COMPACT_JSON(item.tags) if item.tags else "[]",
-            COMPACT_JSON(item.collections) if item.collections else "[]",
+            LEAF_JSON(item.tags) if item.tags else "[]",
+            LEAF_JSON(item.collections) if item.collections else "[]",
         ),
     )
 
@@ -149,7 +170,10 @@ def page_record(record: ItemRecord, item: Item) -> PageRecord:
             record.creators,
             record.tags,
             record.collections,
-            COMPACT_JSON(page_fields),
+            # Zotero's fields are strings; any other value (a float above all) goes to json
+            LEAF_JSON(page_fields)
+            if _STRINGS.issuperset(map(type, page_fields.values()))
+            else COMPACT_JSON(page_fields),
             facts_json(item),
         ),
     )
@@ -157,7 +181,7 @@ def page_record(record: ItemRecord, item: Item) -> PageRecord:
 
 def facts_json(item: Item) -> str | None:
     """The `item_page.facts` of `item`: its ItemFacts as a JSON list; NULL unless it is regular."""
-    return COMPACT_JSON(item_facts(item)) if item.is_regular else None
+    return LEAF_JSON(item_facts(item)) if item.is_regular else None
 
 
 def creators_of(text: str) -> tuple[Creator, ...]:
