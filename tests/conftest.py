@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +12,10 @@ from pathlib import Path
 import pytest
 
 from zotsync.cli import main
+
+# zotsync's cache (the tokenizer's compact form) goes to a folder of this run, never the user's own
+# (platformdirs reads XDG_CACHE_HOME on Linux; the commands the tests start inherit it).
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="zotsync-tests-cache-")
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
@@ -94,7 +100,6 @@ def fake_time(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 # -- the repository as a clean clone has it, and the wheel built from it (built once per run) -----------
 import fnmatch  # noqa: E402
 import importlib.util  # noqa: E402
-import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
@@ -211,7 +216,6 @@ def read_only(tmp_path: Path) -> Iterator[Path]:
 
 
 # -- a real browser (Debian's chromium, driven by Playwright) for pages as their readers see them ---------
-import os  # noqa: E402
 import shutil as _shutil  # noqa: E402
 
 CHROMIUM = _shutil.which("chromium") or _shutil.which("chromium-browser")
