@@ -453,6 +453,208 @@ def web_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Ro
     return rows
 
 
+# -- the new capabilities: everything on ---------------------------------------------------------------
+
+EVERYTHING = """fulltext:
+  enabled: true
+search:
+  semantic: true
+enrich:
+  citations: true
+  deadline: 3600
+  endpoints: {endpoints}
+sync:
+  deadline: 3600
+"""
+ALL_FORMATS = "exports:\n  dir: exports\n  formats: [md, csv, html, bib, atom]\n  notes: true\n"
+TEXT_CHARS = 3_000  # characters of each PDF's text: 12,500 PDFs at 100k items, ~37 MB of text
+
+
+def add_texts(store_path: Path, chars: int = TEXT_CHARS, seed: int = 3) -> tuple[int, int]:
+    """A text for every PDF of the store, written as a pull writes them (a snapshot source has none to
+    give): how many, and their UTF-8 bytes."""
+    from zotsync.model import FullText
+    from zotsync.store import Store
+
+    rng = random.Random(seed)
+    words = [w + s for w in ABSTRACT_WORDS for s in ("", "s", "ing", "ed", "er", "al", "ize")]
+    written = size = 0
+    with Store(store_path) as store:
+        keys = sorted(store.attachment_keys())
+        with store.fulltext_writer() as writer:
+            for n, key in enumerate(keys):
+                body: list[str] = [f"uniq{n}"]
+                while sum(map(len, body)) + len(body) < chars:
+                    body.append(rng.choice(words))
+                content = " ".join(body)
+                writer.add(FullText(key, "1", content, 12, 12, len(content), len(content)))
+                written, size = written + 1, size + len(content.encode())
+    return written, size
+
+
+def paced_sync(config: Path) -> dict[str, Any]:
+    """A sync in this (child) process with OpenAlex's pace lifted: the fake answers at once, and the
+    ~30,000 requests of a first graph at 100k items would otherwise take an hour at 10 a second."""
+    from zotsync.app.sync import run_sync
+    from zotsync.config import load_config
+    from zotsync.processing.enrich import services
+
+    services.INTERVALS["openalex"] = 0.0
+    result = run_sync(load_config(config))
+    return {p.name: dict(p.counts) for p in result.processed}
+
+
+def everything_keys(store_path: Path, n: int, seed: int = 9) -> dict[str, list[str]]:
+    """Keys for the MCP calls: papers with a vector, and papers whose PDF has text."""
+    import sqlite3
+
+    db = sqlite3.connect(store_path)
+    try:
+        papers = [k for (k,) in db.execute("SELECT key FROM items WHERE parent_key IS NULL AND deleted = 0"
+                                            " AND item_type NOT IN ('note', 'attachment')")]  # fmt: skip
+        with_text = [k for (k,) in db.execute(
+            "SELECT DISTINCT i.parent_key FROM items i JOIN fulltext f ON f.key = i.key"
+            " JOIN items p ON p.key = i.parent_key WHERE p.deleted = 0 AND i.deleted = 0")]  # fmt: skip
+    finally:
+        db.close()
+    rng = random.Random(seed)
+    return {
+        "papers": rng.sample(papers, min(n, len(papers))),
+        "texts": rng.sample(with_text, min(n, len(with_text))),
+    }
+
+
+def vectors_size(store_path: Path) -> tuple[int, int]:
+    import sqlite3
+
+    db = sqlite3.connect(store_path)
+    try:
+        count, size = db.execute(
+            "SELECT count(*), sum(length(paper) + length(made_from) + length(vector)) FROM paper_vectors"
+        ).fetchone()
+    finally:
+        db.close()
+    return count, size or 0
+
+
+def everything_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Row]:
+    """The no-change sync at 100k with every capability on (the PDFs' text, search by meaning, the
+    scholarly graph against a fake OpenAlex on 127.0.0.1, note pages, every format), and on the way the
+    first embedding; then the MCP tools' latency on that store."""
+    from metadata_server import MetadataServer
+
+    rows: list[Row] = []
+    started = time.perf_counter()
+    plain = folder.parent / "snapshot"
+    if (plain / "store").exists():  # the snapshot rows' synced project: the same library
+        shutil.copytree(plain, folder, ignore=shutil.ignore_patterns("exports", "out.*", "x.csv"))
+        config = folder / "zotsync.yaml"
+    else:
+        config, _ = in_child(make_snapshot_project, folder, sizes.items, sizes.entries)
+        zotsync(config, "-q", "sync", timeout=3600)
+    store_path = folder / "store" / "zotsync.sqlite"
+    texts, text_bytes = in_child(add_texts, store_path)
+    base = config.read_text(encoding="utf-8").split("exports:")[0]
+    label = f"{sizes.items // 1000}k"
+    print(
+        f"  {texts:,} PDF texts ({text_bytes / MB:.0f} MB) in {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
+    # the first embedding: a sync turning search.semantic on over a store synced without it
+    config.write_text(base + ALL_FORMATS + "search:\n  semantic: true\n", encoding="utf-8")
+    first = zotsync(config, "-q", "sync", timeout=3600)
+    count, size = vectors_size(store_path)
+    rows.append(
+        Row(
+            f"first embedding: the sync turning search.semantic on, {label}",
+            f"{first.seconds:.1f} s, {count / first.seconds:,.0f} papers/s ({count:,} papers)",
+            "<= 120 s",
+            first.seconds <= 120 and count > 0,
+            [f"CPU {first.cpu:.1f} s", f"peak {fmt_rss(first.rss)}"],
+        )
+    )
+    rows.append(Row("vectors in the store", f"{size / MB:.1f} MB", "<= 100 MB", size <= 100 * MB))
+    with MetadataServer() as server:
+        endpoints = json.dumps({"openalex": server.endpoints()["openalex"]})
+        config.write_text(base + ALL_FORMATS + EVERYTHING.format(endpoints=endpoints), encoding="utf-8")
+        began = time.perf_counter()
+        counts = in_child(paced_sync, config)
+        graph = counts.get("citations", {})
+        print(
+            f"  everything on, first sync {time.perf_counter() - began:.0f} s (OpenAlex unpaced): "
+            f"{len(server.requests):,} requests, {graph}",
+            flush=True,
+        )
+        zotsync(config, "-q", "sync")  # unmeasured: the first console-script run after the config's
+        server.reset()
+        seconds, rss, cpu = median_runs(repeat, lambda: zotsync(config, "-q", "sync"))
+        asked = len(server.requests)
+    row = timed_row(f"no-change sync at {label}, everything on", seconds, 1)
+    row.ok = row.ok and asked == 0
+    row.figure += f", {asked} requests"
+    row.goal += ", 0 requests"
+    row.notes += [f"peak {fmt_rss(rss)}", f"CPU {cpu:.2f} s", "text, meaning, graph, notes, 5 formats"]
+    rows.append(row)
+    if "mcp" in only:
+        rows += mcp_rows(config, store_path)
+    return rows
+
+
+MCP_CALLS = 30  # timed calls of each tool
+
+
+def mcp_rows(config: Path, store_path: Path) -> list[Row]:
+    """A call of each tool through the MCP SDK's stdio client, on the everything-on store: p50 / p95
+    in one session after one unmeasured call of each (bench_mcp.py's client)."""
+    import anyio
+    from bench_mcp import calls, percentile
+
+    keys = everything_keys(store_path, MCP_CALLS + 1)
+    rng = random.Random(4)
+    words = [w for w in ABSTRACT_WORDS] + ["zq404x"]
+    asked: list[tuple[str, dict[str, Any]]] = []
+    for n in range(MCP_CALLS + 1):
+        asked.append(("search", {"query": rng.choice(words)}))
+        asked.append(("get_paper", {"key": keys["papers"][n % len(keys["papers"])]}))
+        asked.append(("related", {"key": keys["papers"][n % len(keys["papers"])]}))
+        text_key = keys["texts"][n % len(keys["texts"])]
+        asked.append(("get_fulltext", {"key": text_key, "query": rng.choice(ABSTRACT_WORDS)}))
+    first, times = anyio.run(calls, config, asked)
+    rows = []
+    for tool in ("search", "get_paper", "related", "get_fulltext"):
+        p50, p95 = percentile(times[tool], 0.5), percentile(times[tool], 0.95)
+        rows.append(
+            Row(
+                f"MCP {tool} through the SDK's stdio client",
+                f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms",
+                "p50 <= 50 ms, p95 <= 200 ms",
+                p50 <= 0.05 and p95 <= 0.2,
+                [f"{len(times[tool])} calls; the first {first[tool] * 1000:.0f} ms"],
+            )
+        )
+    return rows
+
+
+def fulltext_row(quick: bool) -> list[Row]:
+    """bench_fulltext.py at a size that runs in about a minute: the first pull of the texts against the
+    floor of 4 connections at 50 ms a request, and its no-change sync."""
+    papers = "300" if quick else "1000"
+    argv = [sys.executable, str(HERE / "bench_fulltext.py"), "--papers", papers, "--chars", "30000"]
+    done = subprocess.run(
+        [*argv, "--naive", "20", "--queries", "20"], capture_output=True, text=True, env=child_env()
+    )
+    lines = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
+    rows = []
+    for name, goal in (("first pull", "<= 1.2 x the wire floor"), ("no-change sync", "1 request, <= 0.5 s")):
+        line = lines.get(name)
+        if line is None:
+            raise SystemExit(f"bench_fulltext.py printed no {name!r} line: {done.stderr[-500:]}")
+        fields = [f.strip() for f in line[len(name) :].split("  ") if f.strip()]
+        measure = f"full text ({papers} PDFs x 30 KB, 50 ms): {name}"
+        rows.append(Row(measure, fields[0], f"{goal} ({fields[1]})", fields[-1] == "ok"))
+    return rows
+
+
 def pin_rows(sizes: Sizes, repeat: int, folder: Path) -> list[Row]:
     figures: list[tuple[int, float]] = []
     for n, config, target, key in in_child(
@@ -513,7 +715,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a fast try")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is shown")
     parser.add_argument(
-        "--only", default="export,sync,web,status,pull,pin,version", help="comma-separated rows to run"
+        "--only",
+        default="export,sync,web,status,pull,pin,version,everything,mcp,fulltext",
+        help="comma-separated rows to run",
     )
     parser.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder)")
     args = parser.parse_args(argv)
@@ -534,6 +738,10 @@ def main(argv: list[str] | None = None) -> int:
             rows += snapshot_rows(sizes, args.repeat, folder / "snapshot", only)
         if only & {"web", "pull"}:
             rows += web_rows(sizes, args.repeat, folder / "web", only)
+        if only & {"everything", "mcp"}:
+            rows += everything_rows(sizes, args.repeat, folder / "everything", only)
+        if "fulltext" in only:
+            rows += fulltext_row(args.quick)
         if "pin" in only:
             rows += pin_rows(sizes, args.repeat, folder)
         if "version" in only:
