@@ -1,7 +1,8 @@
 """zotsync at scale: every row of the scale table (issue 11) in one run, wall time and peak memory of the
 real `zotsync` command, with the goal beside each figure.
 
-    python bench/bench_scale.py [--quick] [--repeat 3] [--only export,sync,web,status,pull,pin,version]
+    python bench/bench_scale.py [--quick] [--repeat 3]
+        [--only export,sync,web,status,pull,pin,version,everything,mcp,fulltext]
 
 It builds a synthetic library (100,000 items: three quarters regular items, half of them with an
 ~800-character abstract, the rest child notes and PDFs; nested collections) as a snapshot file, a
@@ -12,6 +13,16 @@ library (about 20k items + 8k children) from bench/bench_sync.py's fake Zotero s
 50 ms per request and once with none, and compare `zotsync pull` with a naive pyzotero `everything()`
 script run the same way (its own process). `pin` runs against a 20,000-item store with catalogues of
 1k / 2.5k / 5k / 10k entries and must grow linearly. `--quick` shrinks every size for a fast try.
+
+The new capabilities' costs (`everything`, `mcp`, `fulltext`): on the same 100k library, a text for every
+PDF written into the store (a snapshot has none to give), then the first embedding (the sync turning
+`search.semantic` on: its time, papers a second and the vectors' size), then every capability on at once
+(`fulltext.enabled`, `search.semantic`, `enrich.citations` against a fake OpenAlex on 127.0.0.1, note
+pages, all five formats): the first such sync runs in a child process with OpenAlex's pace lifted (30,000
+requests at 10 a second would take an hour), and a no-change sync after it must stay <= 1 s and ask
+nothing. On that store, each MCP tool (`search`, `get_paper`, `related`, `get_fulltext`) through the MCP
+SDK's stdio client (bench_mcp.py's). `fulltext` runs bench_fulltext.py at 1,000 PDFs (300 with
+`--quick`): the first pull of the texts against the floor of 4 connections at 50 ms a request.
 
 The machine may be shared: figures are noisy, so check the load average printed first. Exits 1 when a
 goal is missed.
@@ -620,7 +631,15 @@ def mcp_rows(config: Path, store_path: Path) -> list[Row]:
         text_key = keys["texts"][n % len(keys["texts"])]
         asked.append(("get_fulltext", {"key": text_key, "query": rng.choice(ABSTRACT_WORDS)}))
     first, times = anyio.run(calls, config, asked)
-    rows = []
+    # The first search after a sync that rendered the page makes the search index (texts included).
+    rows = [
+        Row(
+            "MCP search, the first call after the sync",
+            f"{first['search']:.1f} s",
+            "(information: it makes the search index)",
+            None,
+        )
+    ]
     for tool in ("search", "get_paper", "related", "get_fulltext"):
         p50, p95 = percentile(times[tool], 0.5), percentile(times[tool], 0.95)
         rows.append(
@@ -629,7 +648,7 @@ def mcp_rows(config: Path, store_path: Path) -> list[Row]:
                 f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms",
                 "p50 <= 50 ms, p95 <= 200 ms",
                 p50 <= 0.05 and p95 <= 0.2,
-                [f"{len(times[tool])} calls; the first {first[tool] * 1000:.0f} ms"],
+                [f"{len(times[tool])} calls after a first one of {first[tool] * 1000:.0f} ms"],
             )
         )
     return rows
@@ -645,13 +664,13 @@ def fulltext_row(quick: bool) -> list[Row]:
     )
     lines = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
     rows = []
-    for name, goal in (("first pull", "<= 1.2 x the wire floor"), ("no-change sync", "1 request, <= 0.5 s")):
+    for name in ("first pull", "no-change sync"):
         line = lines.get(name)
         if line is None:
             raise SystemExit(f"bench_fulltext.py printed no {name!r} line: {done.stderr[-500:]}")
-        fields = [f.strip() for f in line[len(name) :].split("  ") if f.strip()]
+        figure, goal, *_ = [f.strip() for f in line[len(name) :].split("  ") if f.strip()]
         measure = f"full text ({papers} PDFs x 30 KB, 50 ms): {name}"
-        rows.append(Row(measure, fields[0], f"{goal} ({fields[1]})", fields[-1] == "ok"))
+        rows.append(Row(measure, figure, goal, line.rstrip().endswith("ok")))
     return rows
 
 
