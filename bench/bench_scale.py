@@ -488,7 +488,7 @@ def add_texts(store_path: Path, chars: int = TEXT_CHARS, seed: int = 3) -> tuple
     from zotsync.store import Store
 
     rng = random.Random(seed)
-    words = [w + s for w in ABSTRACT_WORDS for s in ("", "s", "ing", "ed", "er", "al", "ize")]
+    words = vocabulary(rng)  # the titles' 6,000 words: a word of a query is in some texts, not in all
     written = size = 0
     with Store(store_path) as store:
         keys = sorted(store.attachment_keys())
@@ -533,6 +533,16 @@ def everything_keys(store_path: Path, n: int, seed: int = 9) -> dict[str, list[s
         "papers": rng.sample(papers, min(n, len(papers))),
         "texts": rng.sample(with_text, min(n, len(with_text))),
     }
+
+
+def everything_titles(store_path: Path, keys: list[str]) -> list[str]:
+    import sqlite3
+
+    db = sqlite3.connect(store_path)
+    try:
+        return [db.execute("SELECT title FROM items WHERE key = ?", (key,)).fetchone()[0] for key in keys]
+    finally:
+        db.close()
 
 
 def vectors_size(store_path: Path) -> tuple[int, int]:
@@ -618,14 +628,15 @@ def mcp_rows(config: Path, store_path: Path) -> list[Row]:
     """A call of each tool through the MCP SDK's stdio client, on the everything-on store: p50 / p95
     in one session after one unmeasured call of each (bench_mcp.py's client)."""
     import anyio
-    from bench_mcp import calls, percentile
+    from bench_mcp import calls, percentile, queries
 
     keys = everything_keys(store_path, MCP_CALLS + 1)
     rng = random.Random(4)
-    words = [w for w in ABSTRACT_WORDS] + ["zq404x"]
+    titles = everything_titles(store_path, keys["papers"])
+    regular = [{"title": t, "abstractNote": " ".join(ABSTRACT_WORDS)} for t in titles]
     asked: list[tuple[str, dict[str, Any]]] = []
-    for n in range(MCP_CALLS + 1):
-        asked.append(("search", {"query": rng.choice(words)}))
+    for n, query in enumerate(queries(regular, MCP_CALLS + 1, rng)):  # bench_mcp.py's mix of queries
+        asked.append(("search", {"query": query}))
         asked.append(("get_paper", {"key": keys["papers"][n % len(keys["papers"])]}))
         asked.append(("related", {"key": keys["papers"][n % len(keys["papers"])]}))
         text_key = keys["texts"][n % len(keys["texts"])]
