@@ -120,11 +120,18 @@ def compile_package() -> None:
     compileall.compile_dir(Path(zotsync.__file__).parent, quiet=1)
 
 
-def run_child(argv: Sequence[str], env: dict[str, str] | None = None, timeout: float = 600) -> Run:
+def run_child(
+    argv: Sequence[str], env: dict[str, str] | None = None, timeout: float = 600, cwd: Path | None = None
+) -> Run:
     """One child process, timed; its own peak RSS and CPU via wait4 where the OS offers it."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or child_env(), text=True
+        list(argv),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env or child_env(),
+        text=True,
+        cwd=cwd,
     )
     if hasattr(os, "wait4"):
         # stderr is small (errors only, -q); read it after the child ends
@@ -615,6 +622,14 @@ def everything_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> 
     row.figure += f", {asked} requests"
     row.goal += ", 0 requests"
     row.notes += [f"peak {fmt_rss(rss)}", f"CPU {cpu:.2f} s", "text, meaning, graph, notes, 5 formats"]
+    rows.append(row)
+    # by hand, the config named from its folder (cron names it by its absolute path): the same settings
+    SPREAD[0] = ""
+    by_hand = run_child([*zotsync_command(), "--config", config.name, "-q", "sync"], cwd=config.parent)
+    if by_hand.code:
+        raise SystemExit(f"zotsync sync by a relative --config failed: {by_hand.stderr[-500:]}")
+    row = timed_row(f"the same, --config {config.name} from its folder", by_hand.seconds, 1)
+    row.notes.append(f"peak {fmt_rss(by_hand.rss)}")
     rows.append(row)
     if "mcp" in only:
         rows += mcp_rows(config, store_path)
