@@ -1,7 +1,8 @@
 """zotsync at scale: every row of the scale table (issue 11) in one run, wall time and peak memory of the
 real `zotsync` command, with the goal beside each figure.
 
-    python bench/bench_scale.py [--quick] [--repeat 3] [--only export,sync,web,status,pull,pin,version]
+    python bench/bench_scale.py [--quick] [--repeat 3]
+        [--only export,sync,web,status,pull,pin,version,everything,mcp,fulltext]
 
 It builds a synthetic library (100,000 items: three quarters regular items, half of them with an
 ~800-character abstract, the rest child notes and PDFs; nested collections) as a snapshot file, a
@@ -12,6 +13,16 @@ library (about 20k items + 8k children) from bench/bench_sync.py's fake Zotero s
 50 ms per request and once with none, and compare `zotsync pull` with a naive pyzotero `everything()`
 script run the same way (its own process). `pin` runs against a 20,000-item store with catalogues of
 1k / 2.5k / 5k / 10k entries and must grow linearly. `--quick` shrinks every size for a fast try.
+
+The new capabilities' costs (`everything`, `mcp`, `fulltext`): on the same 100k library, a text for every
+PDF written into the store (a snapshot has none to give), then the first embedding (the sync turning
+`search.semantic` on: its time, papers a second and the vectors' size), then every capability on at once
+(`fulltext.enabled`, `search.semantic`, `enrich.citations` against a fake OpenAlex on 127.0.0.1, note
+pages, all five formats): the first such sync runs in a child process with OpenAlex's pace lifted (30,000
+requests at 10 a second would take an hour), and a no-change sync after it must stay <= 1 s and ask
+nothing. On that store, each MCP tool (`search`, `get_paper`, `related`, `get_fulltext`) through the MCP
+SDK's stdio client (bench_mcp.py's). `fulltext` runs bench_fulltext.py at 1,000 PDFs (300 with
+`--quick`): the first pull of the texts against the floor of 4 connections at 50 ms a request.
 
 The machine may be shared: figures are noisy, so check the load average printed first. Exits 1 when a
 goal is missed.
@@ -109,11 +120,18 @@ def compile_package() -> None:
     compileall.compile_dir(Path(zotsync.__file__).parent, quiet=1)
 
 
-def run_child(argv: Sequence[str], env: dict[str, str] | None = None, timeout: float = 600) -> Run:
+def run_child(
+    argv: Sequence[str], env: dict[str, str] | None = None, timeout: float = 600, cwd: Path | None = None
+) -> Run:
     """One child process, timed; its own peak RSS and CPU via wait4 where the OS offers it."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or child_env(), text=True
+        list(argv),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env or child_env(),
+        text=True,
+        cwd=cwd,
     )
     if hasattr(os, "wait4"):
         # stderr is small (errors only, -q); read it after the child ends
@@ -456,6 +474,235 @@ def web_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Ro
     return rows
 
 
+# -- the new capabilities: everything on ---------------------------------------------------------------
+
+EVERYTHING = """fulltext:
+  enabled: true
+search:
+  semantic: true
+enrich:
+  citations: true
+  deadline: 3600
+  endpoints: {endpoints}
+sync:
+  deadline: 3600
+"""
+ALL_FORMATS = "exports:\n  dir: exports\n  formats: [md, csv, html, bib, atom]\n  notes: true\n"
+TEXT_CHARS = 3_000  # characters of each PDF's text: 12,500 PDFs at 100k items, ~37 MB of text
+
+
+def add_texts(store_path: Path, chars: int = TEXT_CHARS, seed: int = 3) -> tuple[int, int]:
+    """A text for every PDF of the store, written as a pull writes them (a snapshot source has none to
+    give): how many, and their UTF-8 bytes."""
+    from zotsync.model import FullText
+    from zotsync.store import Store
+
+    rng = random.Random(seed)
+    words = vocabulary(rng)  # the titles' 6,000 words: a word of a query is in some texts, not in all
+    written = size = 0
+    with Store(store_path) as store:
+        keys = sorted(store.attachment_keys())
+        with store.fulltext_writer() as writer:
+            for n, key in enumerate(keys):
+                body: list[str] = [f"uniq{n}"]
+                while sum(map(len, body)) + len(body) < chars:
+                    body.append(rng.choice(words))
+                content = " ".join(body)
+                writer.add(FullText(key, "1", content, 12, 12, len(content), len(content)))
+                written, size = written + 1, size + len(content.encode())
+    return written, size
+
+
+def paced_sync(config: Path) -> dict[str, Any]:
+    """A sync in this (child) process with OpenAlex's pace lifted: the fake answers at once, and the
+    ~30,000 requests of a first graph at 100k items would otherwise take an hour at 10 a second."""
+    from zotsync.app.sync import run_sync
+    from zotsync.config import load_config
+    from zotsync.processing.enrich import services
+
+    services.INTERVALS["openalex"] = 0.0
+    result = run_sync(load_config(config))
+    return {p.name: dict(p.counts) for p in result.processed}
+
+
+def everything_keys(store_path: Path, n: int, seed: int = 9) -> dict[str, list[str]]:
+    """Keys for the MCP calls: papers with a vector, and papers whose PDF has text."""
+    import sqlite3
+
+    db = sqlite3.connect(store_path)
+    try:
+        papers = [k for (k,) in db.execute("SELECT key FROM items WHERE parent_key IS NULL AND deleted = 0"
+                                            " AND item_type NOT IN ('note', 'attachment')")]  # fmt: skip
+        with_text = [k for (k,) in db.execute(
+            "SELECT DISTINCT i.parent_key FROM items i JOIN fulltext f ON f.key = i.key"
+            " JOIN items p ON p.key = i.parent_key WHERE p.deleted = 0 AND i.deleted = 0")]  # fmt: skip
+    finally:
+        db.close()
+    rng = random.Random(seed)
+    return {
+        "papers": rng.sample(papers, min(n, len(papers))),
+        "texts": rng.sample(with_text, min(n, len(with_text))),
+    }
+
+
+def everything_titles(store_path: Path, keys: list[str]) -> list[str]:
+    import sqlite3
+
+    db = sqlite3.connect(store_path)
+    try:
+        return [db.execute("SELECT title FROM items WHERE key = ?", (key,)).fetchone()[0] for key in keys]
+    finally:
+        db.close()
+
+
+def vectors_size(store_path: Path) -> tuple[int, int]:
+    import sqlite3
+
+    db = sqlite3.connect(store_path)
+    try:
+        count, size = db.execute(
+            "SELECT count(*), sum(length(paper) + length(made_from) + length(vector)) FROM paper_vectors"
+        ).fetchone()
+    finally:
+        db.close()
+    return count, size or 0
+
+
+def everything_rows(sizes: Sizes, repeat: int, folder: Path, only: set[str]) -> list[Row]:
+    """The no-change sync at 100k with every capability on (the PDFs' text, search by meaning, the
+    scholarly graph against a fake OpenAlex on 127.0.0.1, note pages, every format), and on the way the
+    first embedding; then the MCP tools' latency on that store."""
+    from metadata_server import MetadataServer
+
+    rows: list[Row] = []
+    started = time.perf_counter()
+    plain = folder.parent / "snapshot"
+    if (plain / "store").exists():  # the snapshot rows' synced project: the same library
+        shutil.copytree(plain, folder, ignore=shutil.ignore_patterns("exports", "out.*", "x.csv"))
+        config = folder / "zotsync.yaml"
+    else:
+        config, _ = in_child(make_snapshot_project, folder, sizes.items, sizes.entries)
+        zotsync(config, "-q", "sync", timeout=3600)
+    store_path = folder / "store" / "zotsync.sqlite"
+    texts, text_bytes = in_child(add_texts, store_path)
+    base = config.read_text(encoding="utf-8").split("exports:")[0]
+    label = f"{sizes.items // 1000}k"
+    print(
+        f"  {texts:,} PDF texts ({text_bytes / MB:.0f} MB) in {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
+    # the first embedding: a sync turning search.semantic on over a store synced without it
+    config.write_text(base + ALL_FORMATS + "search:\n  semantic: true\n", encoding="utf-8")
+    first = zotsync(config, "-q", "sync", timeout=3600)
+    count, size = vectors_size(store_path)
+    rows.append(
+        Row(
+            f"first embedding: the sync turning search.semantic on, {label}",
+            f"{first.seconds:.1f} s, {count / first.seconds:,.0f} papers/s ({count:,} papers)",
+            "<= 120 s",
+            first.seconds <= 120 and count > 0,
+            [f"CPU {first.cpu:.1f} s", f"peak {fmt_rss(first.rss)}"],
+        )
+    )
+    rows.append(Row("vectors in the store", f"{size / MB:.1f} MB", "<= 100 MB", size <= 100 * MB))
+    with MetadataServer() as server:
+        endpoints = json.dumps({"openalex": server.endpoints()["openalex"]})
+        config.write_text(base + ALL_FORMATS + EVERYTHING.format(endpoints=endpoints), encoding="utf-8")
+        began = time.perf_counter()
+        counts = in_child(paced_sync, config)
+        graph = counts.get("citations", {})
+        print(
+            f"  everything on, first sync {time.perf_counter() - began:.0f} s (OpenAlex unpaced): "
+            f"{len(server.requests):,} requests, {graph}",
+            flush=True,
+        )
+        zotsync(config, "-q", "sync")  # unmeasured: the first console-script run after the config's
+        server.reset()
+        seconds, rss, cpu = median_runs(repeat, lambda: zotsync(config, "-q", "sync"))
+        asked = len(server.requests)
+    row = timed_row(f"no-change sync at {label}, everything on", seconds, 1)
+    row.ok = row.ok and asked == 0
+    row.figure += f", {asked} requests"
+    row.goal += ", 0 requests"
+    row.notes += [f"peak {fmt_rss(rss)}", f"CPU {cpu:.2f} s", "text, meaning, graph, notes, 5 formats"]
+    rows.append(row)
+    # by hand, the config named from its folder (cron names it by its absolute path): the same settings
+    SPREAD[0] = ""
+    by_hand = run_child([*zotsync_command(), "--config", config.name, "-q", "sync"], cwd=config.parent)
+    if by_hand.code:
+        raise SystemExit(f"zotsync sync by a relative --config failed: {by_hand.stderr[-500:]}")
+    row = timed_row(f"the same, --config {config.name} from its folder", by_hand.seconds, 1)
+    row.notes.append(f"peak {fmt_rss(by_hand.rss)}")
+    rows.append(row)
+    if "mcp" in only:
+        rows += mcp_rows(config, store_path)
+    return rows
+
+
+MCP_CALLS = 30  # timed calls of each tool
+
+
+def mcp_rows(config: Path, store_path: Path) -> list[Row]:
+    """A call of each tool through the MCP SDK's stdio client, on the everything-on store: p50 / p95
+    in one session after one unmeasured call of each (bench_mcp.py's client)."""
+    import anyio
+    from bench_mcp import calls, percentile, queries
+
+    keys = everything_keys(store_path, MCP_CALLS + 1)
+    rng = random.Random(4)
+    titles = everything_titles(store_path, keys["papers"])
+    regular = [{"title": t, "abstractNote": " ".join(ABSTRACT_WORDS)} for t in titles]
+    asked: list[tuple[str, dict[str, Any]]] = []
+    for n, query in enumerate(queries(regular, MCP_CALLS + 1, rng)):  # bench_mcp.py's mix of queries
+        asked.append(("search", {"query": query}))
+        asked.append(("get_paper", {"key": keys["papers"][n % len(keys["papers"])]}))
+        asked.append(("related", {"key": keys["papers"][n % len(keys["papers"])]}))
+        text_key = keys["texts"][n % len(keys["texts"])]
+        asked.append(("get_fulltext", {"key": text_key, "query": rng.choice(ABSTRACT_WORDS)}))
+    first, times = anyio.run(calls, config, asked)
+    # The first search after a sync that rendered the page makes the search index (texts included).
+    rows = [
+        Row(
+            "MCP search, the first call after the sync",
+            f"{first['search']:.1f} s",
+            "(information: it makes the search index)",
+            None,
+        )
+    ]
+    for tool in ("search", "get_paper", "related", "get_fulltext"):
+        p50, p95 = percentile(times[tool], 0.5), percentile(times[tool], 0.95)
+        rows.append(
+            Row(
+                f"MCP {tool} through the SDK's stdio client",
+                f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms",
+                "p50 <= 50 ms, p95 <= 200 ms",
+                p50 <= 0.05 and p95 <= 0.2,
+                [f"{len(times[tool])} calls after a first one of {first[tool] * 1000:.0f} ms"],
+            )
+        )
+    return rows
+
+
+def fulltext_row(quick: bool) -> list[Row]:
+    """bench_fulltext.py at a size that runs in about a minute: the first pull of the texts against the
+    floor of 4 connections at 50 ms a request, and its no-change sync."""
+    papers = "300" if quick else "1000"
+    argv = [sys.executable, str(HERE / "bench_fulltext.py"), "--papers", papers, "--chars", "30000"]
+    done = subprocess.run(
+        [*argv, "--naive", "20", "--queries", "20"], capture_output=True, text=True, env=child_env()
+    )
+    lines = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
+    rows = []
+    for name in ("first pull", "no-change sync"):
+        line = lines.get(name)
+        if line is None:
+            raise SystemExit(f"bench_fulltext.py printed no {name!r} line: {done.stderr[-500:]}")
+        figure, goal, *_ = [f.strip() for f in line[len(name) :].split("  ") if f.strip()]
+        measure = f"full text ({papers} PDFs x 30 KB, 50 ms): {name}"
+        rows.append(Row(measure, figure, goal, line.rstrip().endswith("ok")))
+    return rows
+
+
 def pin_rows(sizes: Sizes, repeat: int, folder: Path) -> list[Row]:
     figures: list[tuple[int, float]] = []
     for n, config, target, key in in_child(
@@ -516,7 +763,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a fast try")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the median is shown")
     parser.add_argument(
-        "--only", default="export,sync,web,status,pull,pin,version", help="comma-separated rows to run"
+        "--only",
+        default="export,sync,web,status,pull,pin,version,everything,mcp,fulltext",
+        help="comma-separated rows to run",
     )
     parser.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temp folder)")
     args = parser.parse_args(argv)
@@ -537,6 +786,10 @@ def main(argv: list[str] | None = None) -> int:
             rows += snapshot_rows(sizes, args.repeat, folder / "snapshot", only)
         if only & {"web", "pull"}:
             rows += web_rows(sizes, args.repeat, folder / "web", only)
+        if only & {"everything", "mcp"}:
+            rows += everything_rows(sizes, args.repeat, folder / "everything", only)
+        if "fulltext" in only:
+            rows += fulltext_row(args.quick)
         if "pin" in only:
             rows += pin_rows(sizes, args.repeat, folder)
         if "version" in only:

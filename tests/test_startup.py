@@ -63,3 +63,36 @@ def test_an_unchanged_sync_imports_nothing_that_renders(tmp_path) -> None:
     assert "zotsync.app.sync" in modules  # the probe did sync
     rendering = {"zotsync.app.page", "zotsync.app.changes", "zotsync.reconcile", "zotsync.export.changelog"}
     assert not modules & rendering, sorted(modules & rendering)
+
+
+def test_the_built_in_pages_are_the_exporters_own() -> None:
+    """The page names an unchanged sync checks without importing the exporters are the ones each
+    exporter declares (and writes)."""
+    import importlib
+
+    from zotsync import formats
+
+    assert set(formats.BUILT_IN_PAGES) == set(formats.BUILT_IN)
+    for name, module in formats.BUILT_IN.items():
+        assert importlib.import_module(module).EXPORTER.page == formats.BUILT_IN_PAGES[name]
+        assert formats.page(name) == formats.BUILT_IN_PAGES[name]
+
+
+@pytest.mark.slow
+def test_an_unchanged_sync_with_every_format_imports_no_exporter(tmp_path) -> None:
+    from conftest import SEEDS
+    from factories import snapshot_project
+
+    from zotsync.app.sync import run_sync
+    from zotsync.config import load_config
+
+    library = json.loads((SEEDS / "zotero-library.json").read_text(encoding="utf-8"))
+    config = snapshot_project(tmp_path, library, settings="  formats: [md, csv, html, bib, atom]\n")
+    run_sync(load_config(config))  # the first sync renders
+    assert (config.parent / "exports" / "catalog.bib").exists()
+    modules = loaded_after(f"from zotsync.cli import main\nmain(['-q', '--config', {str(config)!r}, 'sync'])")
+    assert "zotsync.app.sync" in modules
+    from zotsync.formats import BUILT_IN
+
+    exporters = {m for m in modules if m in BUILT_IN.values() or m.split(".")[0] == "bibtexparser"}
+    assert not exporters, sorted(exporters)

@@ -70,6 +70,21 @@ def test_an_unchanged_sync_neither_parses_the_snapshot_nor_renders(project, run,
     assert (exports(project), md.stat().st_mtime_ns) == before
 
 
+def test_the_same_config_named_another_way_renders_nothing(project, run, renders, monkeypatch):
+    """Cron names the config by its absolute path, a user by hand by a relative one: the same file, the
+    same settings, so the second sync reuses the page the first one wrote."""
+    config = Path(config_of(project)).resolve()
+    sync(run, project)
+    md = project / "exports" / "catalog.md"
+    before = (exports(project), md.stat().st_mtime_ns)
+    monkeypatch.chdir(config.parent)
+    result = run("--config", config.name, "sync")
+    assert result.code == 0, result.err
+    assert len(renders) == 1
+    assert "unchanged" in result.err and "wrote" not in result.err
+    assert (exports(project), md.stat().st_mtime_ns) == before
+
+
 def test_an_edited_catalogue_renders_again(project, run, renders):
     sync(run, project)
     catalogue = project / "seeds" / "catalog.yaml"

@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .inputs import absolute
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -31,5 +32,11 @@ def code_digest() -> str:
 
 def config_digest(config: Config) -> str:
     """Every setting, the API key left out (it changes what may be read, not what is written)."""
-    public = dataclasses.replace(config, source=dataclasses.replace(config.source, api_key=""))
+    # The config file by its resolved path: `--config zotsync.yaml` and the same file named from elsewhere
+    # (cron's absolute path) are the same settings, and must not render the page again (30 s at 100k).
+    public = dataclasses.replace(
+        config,
+        path=absolute(config.path) if config.path else config.path,
+        source=dataclasses.replace(config.source, api_key=""),
+    )
     return hashlib.sha256(repr(public).encode()).hexdigest()

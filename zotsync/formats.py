@@ -39,6 +39,15 @@ BUILT_IN: dict[str, str] = {
     "atom": "zotsync.export.atom",
 }
 DEFAULT = ("md", "csv")  # `exports.formats` when the config names none
+# The page file of each built-in format, known without importing its exporter: an unchanged sync only
+# needs the names of the pages to check them, and `bib` alone would import bibtexparser (0.1 s).
+BUILT_IN_PAGES: dict[str, str] = {
+    "md": "catalog.md",
+    "csv": "catalog.csv",
+    "html": "catalog.html",
+    "bib": "catalog.bib",
+    "atom": "feed.xml",
+}
 
 
 class Needs(enum.Flag):
@@ -108,6 +117,13 @@ def get(name: str) -> Exporter:
     if name in BUILT_IN:
         return _load(BUILT_IN[name])
     return _plugins()[name]
+
+
+def page(name: str) -> str:
+    """The page file of format `name`, relative to `exports.dir`, without importing a built-in exporter."""
+    if name in BUILT_IN_PAGES and name not in _extra:
+        return BUILT_IN_PAGES[name]
+    return get(name).page
 
 
 def _plugins() -> dict[str, Exporter]:

@@ -93,7 +93,7 @@ def run_sync(
     catalogue_file = CatalogueFile.read(config.catalog, config.path)  # read once: digest and page agree
     inputs = export_inputs(config, catalogue_file.digest)
     names = config.exports.formats
-    pages = [config.exports.dir / formats.get(name).page for name in names]
+    pages = [config.exports.dir / formats.page(name) for name in names]
     with (
         open_source(config.source, progress, config.sync.deadline) as source,
         store_for(config, dry_run) as store,
