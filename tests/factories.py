@@ -1261,3 +1261,18 @@ def count_merges(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
 
     monkeypatch.setattr(module, "merge", counting)
     return calls
+
+
+def sync_reading_no_library(run: Any, config: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """`sync --json` with the processors' `Job.library` failing the test if called: what a sync reports
+    when nothing was due and no processor read the library."""
+    from zotsync import processing
+
+    def unread(job: processing.Job) -> None:
+        raise AssertionError("the library was read although nothing was due")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(processing.Job, "library", unread)
+        result = run("--config", config, "sync", "--json")
+    assert result.code == 0
+    return json.loads(result.out)

@@ -11,7 +11,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from factories import GRAPH_PAPERS, HALIDE, TVM, FakeClock, demo_csv_rows, with_citations
+from factories import (
+    GRAPH_PAPERS,
+    HALIDE,
+    TVM,
+    FakeClock,
+    demo_csv_rows,
+    sync_reading_no_library,
+    with_citations,
+)
 from metadata_server import Fault, MetadataServer
 
 from zotsync import processing
@@ -88,15 +96,9 @@ def test_an_unchanged_library_asks_nothing_and_reads_nothing(
     assert run("-q", "--config", config, "sync").code == 0
     openalex.reset()
 
-    def unread(job: processing.Job) -> None:
-        raise AssertionError("the library was read although nothing was due")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(processing.Job, "library", unread)
-        result = run("--config", config, "sync", "--json")
-    assert result.code == 0
+    processed = sync_reading_no_library(run, config, monkeypatch)["processed"]
     assert openalex.requests == []
-    assert json.loads(result.out)["processed"]["citations"]["requests"] == 0
+    assert processed["citations"]["requests"] == 0
 
 
 def test_counts_are_asked_again_after_their_age_by_id_batches_and_references_are_kept(

@@ -23,12 +23,12 @@ from factories import (
     demo_csv_rows,
     enriched,
     one_warning,
+    sync_reading_no_library,
     venue_of,
     with_enrichment,
 )
 from metadata_server import Fault, MetadataServer, Paper
 
-from zotsync import processing
 from zotsync.app.sync import run_sync
 from zotsync.config import load_config
 from zotsync.processing.enrich import run as enrich_module
@@ -108,15 +108,9 @@ def test_an_unchanged_library_asks_nothing_and_reads_nothing_on_the_next_sync(
     assert run("-q", "--config", config, "sync").code == 0
     services.reset()
 
-    def unread(job: processing.Job) -> None:
-        raise AssertionError("the library was read although nothing was due")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(processing.Job, "library", unread)
-        result = run("--config", config, "sync", "--json")
-    assert result.code == 0
+    processed = sync_reading_no_library(run, config, monkeypatch)["processed"]
     assert services.requests == []
-    assert json.loads(result.out)["processed"]["enrich"]["requests"] == 0
+    assert processed["enrich"]["requests"] == 0
     # an item edited in Zotero is asked about again, and only that one
     snapshot = project / "seeds" / "zotero-library.json"
     objects = json.loads(snapshot.read_text(encoding="utf-8"))
