@@ -97,9 +97,11 @@ def render(rows: Sequence[Placement], library: Library, labels: Labels, title: s
         middle = 2 * math.pi * (start + slot - 1) / 2 / max(slots, 1) - math.pi / 2
         lx, ly = centre + (radius + 14) * math.cos(middle), centre + (radius + 14) * math.sin(middle)
         anchor = "start" if math.cos(middle) >= 0 else "end"
+        # The name in the page's own colour (some of the palette's are too light to read as text on white,
+        # others too dark on black); a square in the category's colour ties it to its arc.
         names.append(
-            f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" dominant-baseline="middle"'
-            f' fill="{colour[category]}">{_text(category)} ({len(members)})</text>'
+            f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" dominant-baseline="middle">'
+            f'<tspan fill="{colour[category]}">■</tspan> {_text(category)} ({len(members)})</text>'
         )
         slot += GAP
     curves = []
@@ -119,6 +121,8 @@ def render(rows: Sequence[Placement], library: Library, labels: Labels, title: s
         f'<circle cx="10" cy="30" r="5" fill="none" stroke="#666" stroke-width="1.6"/>'
         f'<text x="20" y="30" dominant-baseline="middle">{_text(labels.status_unread)}</text>'
     )
+    # what the legend's two dots say, for those who do not see them
+    legend_words = f"● {_text(labels.status_read)}, ○ {_text(labels.status_unread)}"
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -129,23 +133,27 @@ def render(rows: Sequence[Placement], library: Library, labels: Labels, title: s
             "style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'\">",
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>{heading} · {_text(title)}</title>",
-            "<style>:root{--bg:#fff;--fg:#222}"
-            "@media (prefers-color-scheme: dark){:root{--bg:#111;--fg:#ddd}}"
+            "<style>:root{--bg:#fff;--fg:#222;--link:#0645ad}"
+            "@media (prefers-color-scheme: dark){:root{--bg:#111;--fg:#ddd;--link:#8ab4f8}}"
             "body{margin:1rem;font:14px system-ui,sans-serif;background:var(--bg);color:var(--fg)}"
+            "a{color:var(--link)}"
             "svg{max-width:100%;height:auto}svg text{font-size:12px}svg text:not([fill]){fill:currentColor}"
             ".edges path{fill:none;stroke-opacity:.28;stroke-width:1}"
             "</style>",
             "</head>",
             "<body>",
+            "<main>",
             f"<h1>{heading}</h1>",
             f'<p><a href="catalog.html">{_text(title)}</a> · {_text(summary)}</p>',
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="70" height="40" role="img">{legend}</svg>',
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="70" height="40" role="img"'
+            f' aria-label="{legend_words}">{legend}</svg>',
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size:.0f} {size:.0f}"'
             f' width="{size:.0f}" height="{size:.0f}" role="img" aria-label="{heading}">',
             f'<g class="edges">{"".join(curves)}</g>',
             f'<g class="papers">{"".join(dots)}</g>',
             f'<g class="categories">{"".join(names)}</g>',
             "</svg>",
+            "</main>",
             "</body>",
             "</html>",
             "",
