@@ -1276,3 +1276,17 @@ def sync_reading_no_library(run: Any, config: Path, monkeypatch: pytest.MonkeyPa
         result = run("--config", config, "sync", "--json")
     assert result.code == 0
     return json.loads(result.out)
+
+
+# axe-core's WCAG 2.1 A/AA rules and its best practices, run in an open page (after axe's own source)
+AXE_RUN = (
+    "async () => (await axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa',"
+    " 'best-practice']})).violations.map(v => ({id: v.id, nodes: v.nodes.map(n => n.html)}))"
+)
+
+
+def axe_violations(page: Any, axe_source: str) -> list[dict[str, Any]]:
+    """What axe-core finds wrong in a Playwright page: a list of rule ids and the elements that break them."""
+    page.evaluate(axe_source)
+    violations: list[dict[str, Any]] = page.evaluate(AXE_RUN)
+    return violations

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 from conftest import ROOT, write_config
-from factories import api_item, write_json
+from factories import api_item, axe_violations, write_json
 
 from zotsync.export.mdtext import LINK_SCHEMES
 from zotsync.text import flatten
@@ -286,12 +286,7 @@ def test_axe_core_finds_no_accessibility_violation(browser, demo, axe_source: st
     html, _ = demo
     ctx, page, _ = open_page(browser, f"{html.as_uri()}#status=unread", bypass_csp=True, color_scheme=scheme)
     try:
-        page.evaluate(axe_source)
-        violations = page.evaluate(
-            "async () => (await axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa',"
-            " 'best-practice']})).violations.map(v => ({id: v.id, nodes: v.nodes.map(n => n.html)}))"
-        )
-        assert violations == []
+        assert axe_violations(page, axe_source) == []
     finally:
         ctx.close()
 
