@@ -589,7 +589,7 @@ def test_without_the_sdk_the_command_says_how_to_install_it(noted: Path, run, mo
     result = run("--config", str(noted), "mcp")
     assert result.code == 2
     assert result.err.strip().splitlines() == [
-        "zotsync: error: zotsync mcp needs the MCP SDK: pip install 'zotsync[mcp]'"
+        "zotsync: error: zotsync mcp needs the MCP SDK: pip install '.[mcp]' in zotsync's folder"
     ]
 
 
@@ -602,7 +602,7 @@ def test_an_sdk_before_2_is_named_in_one_line(noted: Path, run, monkeypatch) -> 
     assert result.code == 2
     (line,) = result.err.strip().splitlines()
     assert line.startswith(
-        "zotsync: error: zotsync mcp needs the MCP SDK 2.3 or later: pip install 'zotsync[mcp]'"
+        "zotsync: error: zotsync mcp needs the MCP SDK 2.3 or later: pip install '.[mcp]' in zotsync's folder"
     )
     assert "MCPServer" in line
 

@@ -5,6 +5,7 @@ would judge it (written here), never against the code's own output alone."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 from pathlib import Path
@@ -15,6 +16,7 @@ from factories import api_child, api_item, edit_snapshot, read, write_json
 import zotsync
 from zotsync import embed
 from zotsync.app import meaning
+from zotsync.processing import meaning as processing_meaning
 
 pytestmark = pytest.mark.skipif(not embed.available(), reason="the semantic extra is not installed")
 
@@ -206,6 +208,36 @@ def test_with_the_option_off_related_says_how_to_turn_it_on(run, tmp_path: Path)
     assert not read(tmp_path / "store.sqlite", "SELECT * FROM paper_vectors")  # off: nothing embedded
     words = run("--config", str(config), "search", "fusion", "--format", "json")  # keyword, as before
     assert words.code == 0 and json.loads(words.out)[0]["zotero_key"] == "FUSEAAAA"
+
+
+def test_turned_on_before_a_sync_the_plain_search_still_answers(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = project(tmp_path, semantic=False)
+    synced(run, config)
+    config.write_text(config.read_text(encoding="utf-8").replace("semantic: false", "semantic: true"))
+    words = run("--config", str(config), "search", "songbirds", "--format", "json")  # hybrid, the default
+    assert words.code == 0 and [hit["zotero_key"] for hit in json.loads(words.out)] == ["BIRDAAAA"]
+    assert "no paper has a vector of meaning yet" in words.err
+    assert words.err.count("searching by words alone") == 1
+    asked = run("--config", str(config), "search", "songbirds", "--mode", "semantic")  # asked for: an error
+    assert asked.code == 1 and "run `zotsync sync`" in asked.err
+    # the model's package gone: the same, and the sync says so once, in its own words
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == embed.PACKAGE else find_spec(name, *a)
+    )
+    gone = run("--config", str(config), "search", "songbirds", "--format", "json")
+    assert gone.code == 0 and json.loads(gone.out)[0]["zotero_key"] == "BIRDAAAA"
+    assert "searching by words alone (search by meaning needs the wordllama package" in gone.err
+
+    def missing(job: object) -> None:  # as `update` fails in a process that never had the package
+        embed.installed()
+
+    monkeypatch.setattr(processing_meaning, "update", missing)
+    sync = run("--config", str(config), "sync")
+    assert sync.code == 0 and "search by meaning: search by meaning" not in sync.err
+    assert sync.err.count("search by meaning needs the wordllama package") == 1
 
 
 def test_note_pages_list_related_papers_of_the_page(run, tmp_path: Path) -> None:

@@ -519,12 +519,12 @@ def mcp_command(state: _State, transport: str, port: int) -> None:
 
     config = state.config  # a config problem is exit 2 before anything is served
     if importlib.util.find_spec("mcp") is None:
-        raise click.UsageError("zotsync mcp needs the MCP SDK: pip install 'zotsync[mcp]'")
+        raise click.UsageError("zotsync mcp needs the MCP SDK: pip install '.[mcp]' in zotsync's folder")
     try:
         from . import mcp_server
     except ImportError as exc:  # an SDK before 2 (FastMCP, no MCPServer)
         raise click.UsageError(
-            f"zotsync mcp needs the MCP SDK 2.3 or later: pip install 'zotsync[mcp]' ({exc})"
+            f"zotsync mcp needs the MCP SDK 2.3 or later: pip install '.[mcp]' in zotsync's folder ({exc})"
         ) from None
 
     mcp_server.serve(config, "http" if transport == "http" else "stdio", port)

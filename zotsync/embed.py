@@ -34,7 +34,7 @@ class ModelMissing(Exception):
     """The model's package (or numpy, or tokenizers) is not installed."""
 
 
-HOW_TO_INSTALL = "pip install 'zotsync[semantic]'"
+HOW_TO_INSTALL = "pip install '.[semantic]' in zotsync's folder"
 
 
 def installed() -> None:

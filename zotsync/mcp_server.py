@@ -5,7 +5,7 @@ The protocol's edge, as cli.py is the command line's: six tools and two resource
 instructions are this module's own words; what Zotero and the catalogue hold reaches the client only as
 JSON values inside a tool's result, never in a name or a description (docs/mcp.md lists those fields).
 
-Imported only by `zotsync mcp`: the SDK is an optional extra (`pip install 'zotsync[mcp]'`).
+Imported only by `zotsync mcp`: the SDK is an optional extra (`pip install '.[mcp]'` in zotsync's folder).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ the meaning ranking by reciprocal rank fusion (each paper scores the sum of 1 / 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,8 @@ from ..config import Config
 from ..errors import ConfigError, StoreError
 from ..text import MAX_QUERY, one_line
 from .stores import open_store
+
+log = logging.getLogger("zotsync")
 
 if TYPE_CHECKING:
     from ..processing.meaning import Vectors
@@ -27,8 +30,16 @@ DEFAULT_LIMIT = 10
 UNFILED = "Unfiled"  # as reconcile names the items in no collection (not imported: it loads the matcher)
 TURN_ON = (
     "search by meaning is not on: set `search: {semantic: true}` in the config (and pip install "
-    "'zotsync[semantic]'), then run `zotsync sync`"
+    "'.[semantic]' in zotsync's folder), then run `zotsync sync`"
 )
+
+
+class NoVectors(StoreError):
+    """Search by meaning is on, but no sync has made a vector yet."""
+
+
+class UnknownWords(ConfigError):
+    """The search text holds no word the model knows (an identifier, a misspelling)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +91,7 @@ def _vectors(store: Store) -> Vectors:
         _cached.clear()
         _cached[str(store.path)] = (stamp, vectors)
     if not vectors.keys:
-        raise StoreError("no paper has a vector of meaning yet: run `zotsync sync` (search.semantic is on)")
+        raise NoVectors("no paper has a vector of meaning yet: run `zotsync sync` (search.semantic is on)")
     return vectors
 
 
@@ -111,7 +122,7 @@ def semantic(config: Config, text: str, limit: int) -> list[Related]:
 
     query = embed_one(text)
     if not query.any():
-        raise ConfigError("the search text has no word the model knows")
+        raise UnknownWords("the search text has no word the model knows")
     with open_store(config, readonly=True) as store:
         return _described(store, _nearest(_vectors(store), query, limit))
 
@@ -152,7 +163,19 @@ def search(config: Config, text: str, limit: int, mode: str) -> list[SearchHit]:
         raise ConfigError(f"the search text is {len(text)} characters long; at most {MAX_QUERY}")
     if limit < 1:
         raise ConfigError(f"the limit must be 1 or more, not {limit}")
-    near = semantic(config, text, limit if mode == "semantic" else limit * 2)
+    try:
+        near = semantic(config, text, limit if mode == "semantic" else limit * 2)
+    except UnknownWords:
+        if mode == "semantic":
+            raise
+        near = []  # the words alone may still be found
+    except (NoVectors, ConfigError) as exc:
+        # Hybrid, the default once search.semantic is on, must not take the plain search away while
+        # the meaning half cannot run (no sync since it was turned on, the model's package missing).
+        if mode == "semantic" or not config.search.semantic:
+            raise
+        log.warning("searching by words alone (%s)", exc)
+        near = []
     as_hits = [_as_hit(hit) for hit in near]
     if mode == "semantic":
         return as_hits

@@ -57,7 +57,9 @@ class Meaning:
 
             if not isinstance(exc, ModelMissing | OSError | ValueError | KeyError):
                 raise
-            return Report(NAME, {"embedded": 0}, [f"search by meaning: {exc}"])
+            # ModelMissing says "search by meaning needs …" itself
+            said = str(exc) if isinstance(exc, ModelMissing) else f"search by meaning: {exc}"
+            return Report(NAME, {"embedded": 0}, [said])
 
     def attach(self, library: Library, results: Mapping[str, Derived]) -> Library:
         related = {key: r.value for key, r in results.items() if isinstance(r.value, list)}
