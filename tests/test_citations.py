@@ -143,6 +143,10 @@ def test_a_failing_service_is_one_warning_and_the_items_wait(
     assert all(row["cited_by"] == "" for row in demo_csv_rows(project))
     counts = json.loads(result.out)["processed"]["citations"]
     assert counts["waiting"] == counts["due"] > 0
+    # suggest names the service, not the setting the user has already made
+    said = run("--config", config, "suggest")
+    assert said.code == 1 and "OpenAlex has answered for no paper" in said.err
+    assert "set enrich.citations" not in said.err
     # the next run, with the service back, asks for them
     openalex.heal("openalex")
     assert run("-q", "--config", config, "sync").code == 0

@@ -60,6 +60,22 @@ def test_a_second_process_fails_at_once_while_the_lock_is_held(project: Path) ->
     assert run_zotsync("-q", "--config", config, "sync").returncode == 0
 
 
+@pytest.mark.slow
+def test_a_reader_says_a_first_pull_is_under_way_while_one_holds_the_lock(project: Path) -> None:
+    config = str(project / "config" / "zotsync.yaml")
+    store = project / ".zotsync" / "zotsync.sqlite"
+    with exclusive_lock(store):  # as a first sync does before its store holds anything
+        for command in (["status"], ["export", "--format", "csv"], ["search", "fusion"]):
+            done = run_zotsync("--config", config, *command)
+            assert done.returncode == 1, done.stderr
+            assert done.stderr.splitlines() == [
+                f"zotsync: error: a zotsync run is filling the store at {store} (its first pull): try again "
+                "when it ends"
+            ]
+    done = run_zotsync("--config", config, "status")  # no run: what to do
+    assert done.returncode == 1 and "run `zotsync pull` first" in done.stderr
+
+
 def test_atomic_writes_keep_the_mode_without_os_fchmod(tmp_path: Path, monkeypatch) -> None:
     """Windows has no os.fchmod: a write must neither need it nor lose the file's mode where modes exist."""
     from zotsync.outputs import write_atomically

@@ -30,6 +30,11 @@ def suggest(
         rows, library = merged.page.rows, merged.library
         graph = found_here.graph_of(library)
         if not any(not key.startswith(WORK) for key in graph):
+            if config.enrich.citations:  # on, but OpenAlex has not answered yet (offline, refused)
+                raise ZotsyncError(
+                    "no citation data in the store yet: OpenAlex has answered for no paper (the last "
+                    "sync's warning says why); the next zotsync sync asks again"
+                )
             raise ZotsyncError(
                 "no citation data in the store: set enrich.citations: true and run zotsync sync first"
             )

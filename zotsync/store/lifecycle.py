@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import StoreError
 from .db import Store
+from .lock import held_elsewhere
 
 # The files SQLite may keep beside a store, which go with a store this module removes.
 WAL_FILES = ("-wal", "-shm", "-journal")
@@ -21,12 +22,14 @@ def opened(path: Path, must_exist: bool = False, readonly: bool = False) -> Iter
     fails is removed again."""
     created = not path.exists()
     if (must_exist or readonly) and created:
-        raise StoreError(f"no store at {path}: run `zotsync pull` first")
+        raise _first_pull_running(path) or StoreError(f"no store at {path}: run `zotsync pull` first")
     store = Store(path, readonly=readonly)
     unfilled = False
     try:
         if (must_exist or readonly) and store.library_version is None:
-            raise StoreError(f"the store at {path} holds no finished pull: run `zotsync pull`")
+            raise _first_pull_running(path) or StoreError(
+                f"the store at {path} holds no finished pull: run `zotsync pull`"
+            )
         yield store
     except BaseException:
         unfilled = created and store.library_version is None
@@ -36,3 +39,12 @@ def opened(path: Path, must_exist: bool = False, readonly: bool = False) -> Iter
         if unfilled:  # ours, made by this run a moment ago, and empty
             for made in (path, *(path.with_name(path.name + suffix) for suffix in WAL_FILES)):
                 made.unlink(missing_ok=True)
+
+
+def _first_pull_running(path: Path) -> StoreError | None:
+    """The error to give while another run fills an empty store: "run pull" would only meet its lock."""
+    if held_elsewhere(path):
+        return StoreError(
+            f"a zotsync run is filling the store at {path} (its first pull): try again when it ends"
+        )
+    return None

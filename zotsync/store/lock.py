@@ -42,3 +42,20 @@ def exclusive_lock(store_path: Path) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+def held_elsewhere(store_path: Path) -> bool:
+    """Whether another run holds the store's lock now. Asked only to explain an empty store (a first pull
+    under way), never before a read: taking the lock for a moment could turn a writer away."""
+    lock_path = store_path.with_name(store_path.name + ".lock")
+    if not lock_path.is_file():
+        return False
+    lock = filelock.FileLock(lock_path, timeout=0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        return True
+    except OSError:
+        return False
+    lock.release()
+    return False
