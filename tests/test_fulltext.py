@@ -79,7 +79,7 @@ def test_a_pull_brings_the_text_and_a_no_change_sync_asks_nothing_more(zotero_ap
     report, _ = _pull(server, store_path)
     assert report.texts is not None and report.texts.fetched == 1
     assert report.summary().endswith("; full text: 1 fetched, 0 removed")
-    assert report.to_dict()["fulltext"] == {"fetched": 1, "removed": 0}
+    assert report.to_dict()["fulltext"] == {"fetched": 1, "without_text": 0, "removed": 0}
     _, text, indexed, total = _rows(store_path)["MLRPAAAA"]
     assert text == MLIR_TEXT and (indexed, total) == (3, 12)
     server.reset()
@@ -225,7 +225,8 @@ def test_real_databases_rows_without_cache_files_count_as_without_text(tmp_path:
         listed = [key for key in _text_keys(copy) if key in attachments]
         assert counts.with_text == 0, database.name
         assert counts.without_text == len(listed), database.name
-        assert report.texts is None or report.texts.fetched == len(listed)
+        # none has a cache file beside it: each listed text is read as one without words
+        assert report.texts is None or (report.texts.fetched, report.texts.without_text) == (0, len(listed))
         assert copy.read_bytes() == database.read_bytes()
 
 
@@ -278,7 +279,8 @@ def test_cache_files_are_read_as_text_and_only_when_regular_and_bounded(tmp_path
     cache(huge).unlink()
     with Store(store_path) as store:
         report = pull(LocalSource(database), store, fulltext=True)
-        assert report.texts is not None and report.texts.fetched == 2
+        assert report.texts is not None and (report.texts.fetched, report.texts.without_text) == (1, 1)
+        assert report.summary().endswith("; full text: 1 fetched, 1 without text, 0 removed")
         assert store.fulltext_search(["hello"], 10) == []
         assert store.fulltext_search(["zyxwordbegin"], 10) == []
         assert [hit.attachment for hit in store.fulltext_search(["rewritten"], 10)] == [plain]

@@ -185,7 +185,10 @@ class ReadingList:
         with _read_only(self.config) as store:
             texts = store.paper_fulltext(key)
         if not texts:
-            raise AskError(f"no PDF text in the store for {_shown(key)} (Zotero has not indexed its PDF)")
+            raise AskError(
+                f"no PDF text in the store for {_shown(key)} (Zotero has not indexed its PDF, or, read from "
+                "zotero.sqlite, its cache file is missing)"
+            )
         text = "\n\n".join(piece for _, piece in texts)
         if query:
             text = passages(text, query)

@@ -32,7 +32,8 @@ DEFAULT_MAX_CHARS = 20_000
 @dataclass(frozen=True, slots=True)
 class TextReport:
     listed: int = 0  # texts the source named as changed (or all, for a complete listing)
-    fetched: int = 0
+    fetched: int = 0  # texts read that hold words
+    without_text: int = 0  # read, but no words: Zotero lists the attachment and holds no text for it
     removed: int = 0
     refused: str = ""  # why the texts were not pulled (no access, a failed request): the line it said
 
@@ -62,11 +63,12 @@ def pull_texts(source: object, store: Store, full: bool = False) -> TextReport |
             fetcher(wanted, writer.add)
     except SourceError as failure:
         return _not_pulled(failure, len(listing.stamps))
+    with_text = writer.with_text
     version = listing.version if listing.version is not None else state.library_version
     cursor = json.dumps({"source": source_id, "version": version}) if listing.version is not None else ""
     store.save_fulltext((), remove=gone, cursor=cursor)
     removed = store.prune_fulltext() + len(gone)
-    return TextReport(len(listing.stamps), len(wanted), removed)
+    return TextReport(len(listing.stamps), with_text, len(wanted) - with_text, removed)
 
 
 def _not_pulled(failure: SourceError, listed: int = 0) -> TextReport:

@@ -43,15 +43,21 @@ class PullReport:
         if dry_run:
             found |= {"dry_run": True, "valve": "stop" if self.stopped else "ok"}
         if self.texts is not None:
-            found["fulltext"] = {"fetched": self.texts.fetched, "removed": self.texts.removed}
+            texts = self.texts
+            found["fulltext"] = {
+                "fetched": texts.fetched,
+                "without_text": texts.without_text,
+                "removed": texts.removed,
+            }
         return found
 
     def summary(self) -> str:
         """One line: what the pull changed (and, when it pulled the PDFs' text, how much of it)."""
         texts = self.texts
-        if texts is None or not (texts.fetched or texts.removed):
+        if texts is None or not (texts.fetched or texts.without_text or texts.removed):
             return self._items_summary()
-        return f"{self._items_summary()}; full text: {texts.fetched} fetched, {texts.removed} removed"
+        empty = f", {texts.without_text} without text" if texts.without_text else ""
+        return f"{self._items_summary()}; full text: {texts.fetched} fetched{empty}, {texts.removed} removed"
 
     def _items_summary(self) -> str:
         r = self.result

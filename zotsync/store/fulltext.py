@@ -120,11 +120,13 @@ class Writer:
         self.db = db
         self.batch = batch
         self._pending = 0
+        self.with_text = 0  # texts written that hold words (the rest: Zotero lists them, holds none)
 
     def add(self, text: FullText) -> None:
         if not self.db.in_transaction:
             self.db.execute("BEGIN IMMEDIATE")
         save(self.db, [text])
+        self.with_text += bool(text.content)
         self._pending += len(text.content or "") + 1000
         if self._pending >= self.batch:
             self.db.execute("COMMIT")
