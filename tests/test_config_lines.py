@@ -42,6 +42,17 @@ def test_a_missing_catalogue_with_nothing_near_says_how_to_get_one(tmp_path: Pat
     )
 
 
+@pytest.mark.parametrize("named", ["nowhere.yaml", "zotsyn.yaml"])
+def test_a_missing_catalogue_is_not_matched_by_its_extension_or_with_the_config(
+    tmp_path: Path, run, named: str
+) -> None:
+    (tmp_path / "unclosed.yaml").write_text("categories: [\n", encoding="utf-8")  # near only by ".yaml"
+    config = write_config(tmp_path, f"source: {{type: snapshot, path: x.json}}\ncatalog: {named}\n")
+    assert config.name == "zotsync.yaml"  # "zotsyn" is one letter from it: still never suggested
+    result = run("--config", str(config), "status")
+    assert result.err.endswith("(`zotsync init` writes an empty one)\n"), result.err
+
+
 def test_a_bad_library_type_names_its_line(tmp_path: Path, run) -> None:
     config = web_config(tmp_path, library_type="users")
     result = run("--config", str(config), "sync")

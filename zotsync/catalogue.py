@@ -13,7 +13,7 @@ from typing import Any
 from .errors import CatalogueError, ConfigError, ZotsyncError
 from .inputs import MAX_YAML, read_input, why_unreadable
 from .model import ZOTERO_KEY, Catalogue, CatalogueEntry, Category, Link, category_name
-from .text import did_you_mean
+from .text import closest, did_you_mean
 from .yamlio import line_of, load_yaml, parse_yaml, text_of, where
 
 TOP_KEYS = ("title", "description", "categories")
@@ -34,16 +34,20 @@ ENTRY_KEYS = (
 )
 
 
-def _near_file(path: Path) -> str:
-    """` (did you mean 'catalog.yaml'?)` for a typo in the name, else how to get a catalogue at all."""
-    files = sorted(p.name for p in path.parent.glob("*.y*ml")) if path.parent.is_dir() else []
-    return did_you_mean(path.name, files) or " (`zotsync init` writes an empty one)"
+def _near_file(path: Path, config: Path) -> str:
+    """` (did you mean 'catalog.yaml'?)` for a typo in the name, else how to get a catalogue at all. The
+    names are compared without their extension, which every candidate shares, and never with the config
+    file itself."""
+    found = sorted(path.parent.glob("*.y*ml")) if path.parent.is_dir() else []
+    names = {p.stem: p.name for p in found if p.resolve() != config.resolve()}
+    near = closest(path.stem, names)
+    return f" (did you mean '{names[near]}'?)" if near else " (`zotsync init` writes an empty one)"
 
 
 def load_catalogue(path: Path, config: Path | None = None) -> Catalogue:
     """`config`: the config file whose `catalog:` names `path`; a missing catalogue is its line's fault."""
     if config is not None and not path.exists() and not path.is_symlink():  # a link loop: load_yaml says so
-        raise CatalogueError(f"{_named_at(config)}catalogue not found: {path}{_near_file(path)}")
+        raise CatalogueError(f"{_named_at(config)}catalogue not found: {path}{_near_file(path, config)}")
     try:
         raw = load_yaml(path, "catalogue")
     except ConfigError as exc:

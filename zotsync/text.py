@@ -98,7 +98,13 @@ def json_safe(text: str) -> str:
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The nearest of `choices` to `word`, or None when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """` (did you mean 'status'?)` for the nearest of `choices`, or "" when none is close."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    near = closest(word, choices)
+    return f" (did you mean '{near}'?)" if near else ""
