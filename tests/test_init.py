@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -226,9 +227,12 @@ def test_the_config_init_writes_names_enrichment_commented_out_and_what_leaves_t
     text = (tmp_path / "list" / "zotsync.yaml").read_text(encoding="utf-8")
     assert "# enrich:\n#   enabled: true\n" in text
     assert "title and first author then leave this machine" in text
-    uncommented = text.replace("# enrich:", "enrich:").replace("#   enabled:", "  enabled:")
-    uncommented = uncommented.replace("#   mailto:", "  mailto:")
+    # every commented section, uncommented, is a config that loads with each capability on
+    uncommented = re.sub(r"^# ([a-z]+:)$", r"\1", text, flags=re.M)
+    uncommented = re.sub(r"^#   ([a-z]+: )", r"  \1", uncommented, flags=re.M)
     (tmp_path / "list" / "zotsync.yaml").write_text(uncommented, encoding="utf-8")
     from zotsync.config import load_config
 
-    assert load_config(tmp_path / "list" / "zotsync.yaml").enrich.enabled is True
+    config = load_config(tmp_path / "list" / "zotsync.yaml")
+    assert config.enrich.enabled and config.enrich.citations
+    assert config.fulltext.enabled and config.search.semantic

@@ -180,6 +180,13 @@ def config_text(source: str, library_type: str, library_id: str, path: Path) -> 
             "# enrich:",
             "#   enabled: true",
             "#   mailto: you@example.org     # for Crossref's and OpenAlex's polite pools",
+            "#   citations: true             # also citation counts, references, retractions (OpenAlex)",
+            "# Search the PDFs' text (docs/sources.md) and search by meaning with a model that ships in the",
+            "# `semantic` extra (docs/meaning.md); neither sends anything anywhere new:",
+            "# fulltext:",
+            "#   enabled: true",
+            "# search:",
+            "#   semantic: true",
             "",
         ]
     )
