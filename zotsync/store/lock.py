@@ -12,6 +12,8 @@ import filelock
 from ..errors import StoreError
 from .identity import identify, not_ours
 
+_held_here: set[Path] = set()  # the lock files this process holds (`exclusive_lock`)
+
 
 @contextlib.contextmanager
 def exclusive_lock(store_path: Path) -> Iterator[None]:
@@ -38,17 +40,19 @@ def exclusive_lock(store_path: Path) -> Iterator[None]:
         raise StoreError(f"another zotsync run holds the lock {lock_path}") from None
     except OSError as exc:
         raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from exc
+    _held_here.add(lock_path)
     try:
         yield
     finally:
+        _held_here.discard(lock_path)
         lock.release()
 
 
 def held_elsewhere(store_path: Path) -> bool:
-    """Whether another run holds the store's lock now. Asked only to explain an empty store (a first pull
-    under way), never before a read: taking the lock for a moment could turn a writer away."""
+    """Whether another process holds the store's lock now. Asked only to explain an empty store (a first
+    pull under way), never before a read: taking the lock for a moment could turn a writer away."""
     lock_path = store_path.with_name(store_path.name + ".lock")
-    if not lock_path.is_file():
+    if lock_path in _held_here or not lock_path.is_file():
         return False
     lock = filelock.FileLock(lock_path, timeout=0)
     try:
