@@ -90,6 +90,19 @@ def synced(run, config: Path) -> dict:
     return json.loads(result.out)
 
 
+def edit_abstract(folder: Path, key: str, abstract: str) -> None:
+    """A new abstract for the paper `key` in the project's snapshot, at a newer version."""
+
+    def edit(objects: list[dict]) -> list[dict]:
+        for obj in objects:
+            if obj["key"] == key:
+                obj["version"] = obj["data"]["version"] = 9999
+                obj["data"]["abstractNote"] = abstract
+        return objects
+
+    edit_snapshot(folder, edit)
+
+
 def vectors(config: Path) -> dict[str, tuple[str, bytes]]:
     rows = read(config.parent / "store.sqlite", "SELECT paper, made_from, vector FROM paper_vectors")
     return {paper: (digest, vector) for paper, digest, vector in rows}
@@ -167,14 +180,7 @@ def test_one_edited_abstract_re_embeds_one_paper(run, tmp_path: Path) -> None:
     before = vectors(config)
     assert synced(run, config)["processed"]["meaning"]["embedded"] == 0  # nothing changed
 
-    def edit(objects: list[dict]) -> list[dict]:
-        for obj in objects:
-            if obj["key"] == "RATEAAAA":
-                obj["version"] = obj["data"]["version"] = 9999
-                obj["data"]["abstractNote"] = "Bond markets and the yield curve after rate rises."
-        return objects
-
-    edit_snapshot(tmp_path, edit)
+    edit_abstract(tmp_path, "RATEAAAA", "Bond markets and the yield curve after rate rises.")
     assert synced(run, config)["processed"]["meaning"]["embedded"] == 1
     after = vectors(config)
     assert {key for key in after if after[key] != before[key]} == {"RATEAAAA"}
@@ -342,14 +348,7 @@ def test_the_embedding_bar_keeps_quiet_under_q(run, tmp_path: Path, monkeypatch:
     config = project(tmp_path / "quiet")
     assert run("--config", str(config), "sync", "-q").code == 0
 
-    def edit(objects: list[dict]) -> list[dict]:
-        for obj in objects:
-            if obj["key"] == "BIRDAAAA":
-                obj["version"] = obj["data"]["version"] = 9999
-                obj["data"]["abstractNote"] = "Warblers over the Alps."
-        return objects
-
-    edit_snapshot(config.parent, edit)
+    edit_abstract(config.parent, "BIRDAAAA", "Warblers over the Alps.")
     assert run("--config", str(config), "sync").code == 0
     assert asked == [False, True]
 

@@ -37,8 +37,8 @@ from zotero_sqlite import build
 
 import zotsync
 from zotsync import searchtext
+from zotsync.app.hits import SearchHit, format_hit
 from zotsync.app.pull import pull
-from zotsync.app.search import SearchHit, format_hit
 from zotsync.sources.memory import MemorySource
 from zotsync.store import Store, exclusive_lock, searchindex
 from zotsync.text import UNSAFE, json_safe

@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
     from .app.enrich import EnrichResult, ItemAnswer
     from .app.fulltext import PaperText
+    from .app.hits import SearchHit
     from .app.listing import Listed
     from .app.meaning import Related
     from .app.pull import PullReport
-    from .app.search import SearchHit
     from .app.status import CatalogueSummary, EnrichmentSummary, LibrarySummary, StatusReport
     from .app.sync import SyncResult
     from .config import Config
@@ -58,7 +58,7 @@ _TYPES = {
     "Report": "zotsync.processing",
     "EnrichResult": "zotsync.app.enrich",
     "ItemAnswer": "zotsync.app.enrich",
-    "SearchHit": "zotsync.app.search",
+    "SearchHit": "zotsync.app.hits",
     "Related": "zotsync.app.meaning",
     "PaperText": "zotsync.app.fulltext",
     "Listed": "zotsync.app.listing",

@@ -417,7 +417,9 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str, 
     from .app import hits as shown
 
     if mode is None:
-        mode = "hybrid" if state.config.search.semantic else "keyword"
+        from .app.meaning import default_mode
+
+        mode = default_mode(state.config)
     if mode == "keyword":
         from .app import search
 

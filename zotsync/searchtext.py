@@ -22,7 +22,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from .text import MAX_QUERY as MAX_QUERY  # a query's limit, named here too
 from .text import flatten
 
 # The searchable fields of a paper, in the indexes' column order, and what `where` calls each.

@@ -83,9 +83,10 @@ class ReadingList:
         """The hits of `zotsync search --format json`, best first, at most `limit`."""
         limit = _within("limit", limit, SEARCH_MOST)
         from .. import searchtext
+        from ..text import MAX_QUERY
 
-        if len(text) > searchtext.MAX_QUERY:
-            raise AskError(f"query is {len(text)} characters long; at most {searchtext.MAX_QUERY}")
+        if len(text) > MAX_QUERY:
+            raise AskError(f"query is {len(text)} characters long; at most {MAX_QUERY}")
         query = searchtext.parse_query(text)
         if not query.words:
             raise AskError("query has no word to look for (only spaces and punctuation)")

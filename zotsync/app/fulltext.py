@@ -22,6 +22,7 @@ from ..config import Config
 from ..errors import ConfigError, SourceError
 from ..sources.base import NoTextAccess, TextListing
 from ..store import Store
+from ..text import MAX_QUERY
 from .stores import open_store
 
 log = logging.getLogger("zotsync")
@@ -137,7 +138,7 @@ def fulltext(
 
 def passages(text: str, query: str, around: int = 300) -> str:
     """The pieces of `text` around each occurrence of the query's words, joined by `…`."""
-    parsed = searchtext.parse_query(query[: searchtext.MAX_QUERY])
+    parsed = searchtext.parse_query(query[:MAX_QUERY])
     spans: list[tuple[int, int]] = []
     for hit in parsed.pattern.finditer(text):
         start, end = max(0, hit.start() - around), min(len(text), hit.end() + around)

@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from ..text import one_line
+from ..errors import ConfigError
+from ..text import MAX_QUERY, one_line
+
+
+def check_length(text: str) -> None:
+    """A search's text, by words or by meaning, is at most MAX_QUERY characters."""
+    if len(text) > MAX_QUERY:
+        raise ConfigError(f"the search text is {len(text)} characters long; at most {MAX_QUERY}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..errors import ConfigError, StoreError
-from ..text import MAX_QUERY, one_line
+from ..text import one_line
 from .stores import open_store
 
 log = logging.getLogger("zotsync")
@@ -159,8 +159,9 @@ def search(config: Config, text: str, limit: int, mode: str) -> list[SearchHit]:
         from .search import search as keyword
 
         return keyword(config, text, limit)
-    if len(text) > MAX_QUERY:
-        raise ConfigError(f"the search text is {len(text)} characters long; at most {MAX_QUERY}")
+    from .hits import check_length
+
+    check_length(text)
     if limit < 1:
         raise ConfigError(f"the limit must be 1 or more, not {limit}")
     try:

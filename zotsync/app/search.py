@@ -29,9 +29,7 @@ from ..store import Store, exclusive_lock, searchindex
 from ..store.searchindex import Curated, IndexHit
 from ..version import __version__
 from . import fulltext
-from .hits import SearchHit as SearchHit  # this module's names before
-from .hits import format_hit as format_hit
-from .hits import summary as summary
+from .hits import SearchHit, check_length
 from .stores import open_store
 
 log = logging.getLogger("zotsync")
@@ -41,8 +39,7 @@ DEFAULT_LIMIT = 20
 
 def search(config: Config, text: str, limit: int = DEFAULT_LIMIT) -> list[SearchHit]:
     """The papers whose text holds every word of `text`, best first, at most `limit` of them."""
-    if len(text) > searchtext.MAX_QUERY:
-        raise ConfigError(f"the search text is {len(text)} characters long; at most {searchtext.MAX_QUERY}")
+    check_length(text)
     query = searchtext.parse_query(text)
     if not query.words:
         raise ConfigError("the search text has no word to look for (only spaces and punctuation)")
