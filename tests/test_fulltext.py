@@ -340,6 +340,8 @@ def test_the_text_comes_back_through_the_python_api_mcp_and_status(zotero_api, t
     assert answer.value == {"zotero_key": "MLRAAAAA", "attachments": ["MLRPAAAA"], "text": MLIR_TEXT}
     with pytest.raises(AskError, match="no PDF text"):
         ReadingList(config).get_fulltext("TRMSAAAA")
+    with pytest.raises(AskError, match="no passage of the PDF text of 'MLRAAAAA' holds the words"):
+        ReadingList(config).get_fulltext("MLRAAAAA", query="zucchiniflux")
     report = json.loads(run("--config", str(config_path), "status", "--format", "json").out)
     assert report["fulltext"] == {"with_text": 1, "without_text": 0, "partial": 1, "chars": len(MLIR_TEXT)}
     assert (

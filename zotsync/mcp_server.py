@@ -296,7 +296,8 @@ highlights in reading order: `text`, `comment`, `page`, `type`, `color`, `attach
 LIST_PAPERS = """\
 Browse the reading list as its page shows it: the rows matching every filter given (`category`, \
 `status`, `tag`, `year`), in page order. Returns a JSON list of rows: `zotero_key`, `title`, \
-`category`, `status`, `venue`, `year`, `why`, `noted` (the paper has notes). A paper placed in two \
+`category`, `status`, `venue`, `year`, `why`, `noted` (the curator marked the paper 📝: a note of their \
+own, perhaps outside Zotero; `get_paper` gives Zotero's notes). A paper placed in two \
 categories has two rows. At most `limit` rows (default 50, at most 500). Use `categories` for the exact \
 category names; use `search` instead to find papers by their words."""
 

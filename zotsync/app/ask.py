@@ -193,6 +193,11 @@ class ReadingList:
         text = "\n\n".join(piece for _, piece in texts)
         if query:
             text = passages(text, query)
+            if not text:  # else an assistant could not tell "nothing matches" from "no text"
+                raise AskError(
+                    f"no passage of the PDF text of {_shown(key)} holds the words of the query; ask without "
+                    "a query for the text from its start"
+                )
         cut = (
             f"the first {max_chars} characters shown: ask with a query, or a higher max_chars"
             if len(text) > max_chars
