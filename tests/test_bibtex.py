@@ -68,6 +68,19 @@ def test_a_paper_in_two_categories_is_one_entry(tmp_path: Path, run) -> None:
     assert (tmp_path / "out" / "catalog.md").read_text(encoding="utf-8").count("Twice Placed") == 2
 
 
+def test_a_url_is_written_only_where_the_page_would_link_it(tmp_path: Path, run) -> None:
+    config = project_with(
+        tmp_path,
+        [
+            api_item("WEBL2222", "Linked", date="2024", url="https://example.org/p", collections=[]),
+            api_item("JSCR2222", "Scripted", date="2024", url="javascript:alert(5)", collections=[]),
+        ],
+    )
+    entries = synced_bib(run, config)
+    urls = {entry["title"]: entry.get("url") for entry in entries.values()}
+    assert urls == {"Linked": "https://example.org/p", "Scripted": None}
+
+
 def test_entry_types_and_venues_follow_the_item_type(tmp_path: Path, run) -> None:
     conf = dict(proceedingsTitle="Proceedings of OSDI", date="2020-11-04")
     config = project_with(

@@ -36,6 +36,7 @@ from ..model import Creator, Item, Placement, is_preprint, venue_year
 from ..secrets import excerpt
 from ..text import flatten
 from .base import ExportInput
+from .mdtext import link_target, safe_target
 
 log = logging.getLogger("zotsync")
 
@@ -334,7 +335,8 @@ def entry(paper: Paper) -> dict[str, str]:
     doi = normalize.doi_name(row.doi)
     if doi:
         fields["doi"] = verbatim(doi)
-    if row.url.strip():
+    # a link only where the page would link it: a PDF made from the entry must not carry `javascript:`
+    if row.url.strip() and safe_target(link_target(row.url)):
         fields["url"] = verbatim(row.url)
     arxiv = _arxiv(item, row)
     if arxiv:
