@@ -289,8 +289,9 @@ def test_the_html_export_writes_the_citation_picture_and_links_it(
     assert "https://" not in picture and "<script" not in picture
 
 
-def picture_of_300_papers() -> str:
-    """citations.html for 300 made-up papers in 9 categories, each citing up to four others."""
+def picture_of_300_papers(names: list[str] | None = None) -> str:
+    """citations.html for 300 made-up papers in 9 categories (or those `names`), each citing up to four
+    others."""
     import random
 
     from zotsync.export import graphpage
@@ -300,7 +301,7 @@ def picture_of_300_papers() -> str:
     chance = random.Random(31)
     rows, graph = [], {}
     for n in range(300):
-        category = f"Category {n % 9} <b>&</b>"  # Zotero's text, shown as text
+        category = names[n % len(names)] if names else f"Category {n % 9} <b>&</b>"  # shown as text
         key = f"K{n:07d}"
         rows.append(
             Placement(
@@ -444,6 +445,32 @@ def test_after_a_refresh_the_next_syncs_ask_nothing_again(
         when = start + timedelta(days=days)
         assert run_sync(config, clock=lambda when=when: when).processed[0].counts["due"] == 0
     assert openalex.requests == []
+
+
+@pytest.mark.slow
+def test_long_category_names_stay_whole_inside_the_picture(browser, tmp_path: Path) -> None:
+    names = [
+        "GPU 编译与性能优化 / 分布式编译",
+        "LLM Inference / MegaKernel",
+        "A category whose name a curator wrote out at great length, as some do",
+        "深度学习编译器 / 自动调度与代价模型 / 张量程序优化",
+        "Short",
+    ]
+    page_file = tmp_path / "citations.html"
+    page_file.write_text(picture_of_300_papers(names), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    try:
+        page.goto(page_file.as_uri())
+        picture, labels = page.evaluate(
+            "() => { const svg = document.querySelectorAll('svg')[1].getBoundingClientRect();"
+            " return [[svg.left, svg.right], [...document.querySelectorAll('.categories text')].map(t => {"
+            " const b = t.getBoundingClientRect(); return [b.left, b.right, t.textContent]})] }"
+        )
+        assert len(labels) == len(names)
+        for left, right, text in labels:  # every label drawn whole: none runs past the picture's edge
+            assert picture[0] <= left and right <= picture[1], (text, left, right, picture)
+    finally:
+        page.close()
 
 
 @pytest.mark.slow

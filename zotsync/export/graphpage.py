@@ -11,6 +11,7 @@ title as an SVG `<title>` (shown on hover). Every text is escaped: Zotero's text
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -61,6 +62,12 @@ def edges(papers: Sequence[str], graph: Mapping[str, Any]) -> list[tuple[str, st
     return found
 
 
+def _text_width(text: str) -> float:
+    """About how wide `text` is at the labels' 12 px: a wide (CJK) character 12 px, any other 7.5 px, so
+    that the picture makes room for a long category name instead of cutting it at its edge."""
+    return sum(12.0 if unicodedata.east_asian_width(c) in "WF" else 7.5 for c in text) + 4
+
+
 def render(rows: Sequence[Placement], library: Library, labels: Labels, title: str) -> str:
     first: dict[str, Placement] = {}
     for row in rows:
@@ -78,6 +85,7 @@ def render(rows: Sequence[Placement], library: Library, labels: Labels, title: s
     colour = {category: PALETTE[n % len(PALETTE)] for n, category in enumerate(categories)}
     dots, names = [], []
     slot = 0
+    left, right = 0.0, size  # the picture's extent across: the circle, and the labels beside it
     for category in categories:
         members = [row for row in ordered if row.category == category]
         start = slot
@@ -97,6 +105,10 @@ def render(rows: Sequence[Placement], library: Library, labels: Labels, title: s
         middle = 2 * math.pi * (start + slot - 1) / 2 / max(slots, 1) - math.pi / 2
         lx, ly = centre + (radius + 14) * math.cos(middle), centre + (radius + 14) * math.sin(middle)
         anchor = "start" if math.cos(middle) >= 0 else "end"
+        shown_name = f"■ {flatten(category)} ({len(members)})"
+        width = _text_width(shown_name)
+        left = min(left, lx if anchor == "start" else lx - width)
+        right = max(right, lx + width if anchor == "start" else lx)
         # The name in the page's own colour (some of the palette's are too light to read as text on white,
         # others too dark on black); a square in the category's colour ties it to its arc.
         names.append(
@@ -147,8 +159,8 @@ def render(rows: Sequence[Placement], library: Library, labels: Labels, title: s
             f'<p><a href="catalog.html">{_text(title)}</a> · {_text(summary)}</p>',
             f'<svg xmlns="http://www.w3.org/2000/svg" width="70" height="40" role="img"'
             f' aria-label="{legend_words}">{legend}</svg>',
-            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size:.0f} {size:.0f}"'
-            f' width="{size:.0f}" height="{size:.0f}" role="img" aria-label="{heading}">',
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{left:.0f} 0 {right - left:.0f} {size:.0f}"'
+            f' width="{right - left:.0f}" height="{size:.0f}" role="img" aria-label="{heading}">',
             f'<g class="edges">{"".join(curves)}</g>',
             f'<g class="papers">{"".join(dots)}</g>',
             f'<g class="categories">{"".join(names)}</g>',
