@@ -332,8 +332,11 @@ def test_a_bad_question_is_a_tool_error_naming_it_and_the_server_answers_the_nex
             await refused(session, "related", key="NOSUCHKY"),
             await refused(session, "get_fulltext", key="NOSUCHKY"),
             await refused(session, "get_paper"),
+            await refused(session, "search", query="tile", limit=True),
+            await refused(session, "list_papers", year=False),
         ]
-        return errors, await ask(session, "categories")
+        # a number sent as a string still counts, as some clients send them
+        return errors, [await ask(session, "categories"), await ask(session, "list_papers", limit="1")]
 
     errors, after = talk(noted, conversation)
     for error, named in zip(
@@ -349,6 +352,8 @@ def test_a_bad_question_is_a_tool_error_naming_it_and_the_server_answers_the_nex
             "NOSUCHKY",
             "NOSUCHKY",
             "key",
+            "limit",
+            "year",
         ],
         strict=True,
     ):
@@ -356,7 +361,11 @@ def test_a_bad_question_is_a_tool_error_naming_it_and_the_server_answers_the_nex
         assert "\n" not in error and "pydantic" not in error, error
     assert errors[4] == "search: limit: Input should be greater than or equal to 1"
     assert errors[9] == "get_paper: key: Field required"
-    assert after == [{"name": "Kernels", "papers": 2, "read": 1, "unread": 1}]
+    assert errors[10] == "search: limit: Value error, should be a number, not true or false"
+    assert errors[11] == "list_papers: year: Value error, should be a number, not true or false"
+    categories, one_row = after
+    assert categories == [{"name": "Kernels", "papers": 2, "read": 1, "unread": 1}]
+    assert len(one_row) == 1
 
 
 def test_every_answer_is_capped_and_says_what_it_cut(noted: Path) -> None:

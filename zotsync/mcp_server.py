@@ -25,7 +25,7 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from .app import ask
 from .config import Config
@@ -53,6 +53,18 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_worl
 Key = Annotated[str, Field(description="A paper's Zotero key (8 characters), from search or list_papers.")]
 
 
+def _not_a_boolean(value: object) -> object:
+    """pydantic reads `true` as 1 where a number is asked for: a client that sent one meant something
+    else, and is told so (a number sent as the string "5" still counts, as clients send them)."""
+    if isinstance(value, bool):
+        raise ValueError("should be a number, not true or false")
+    return value
+
+
+Number = BeforeValidator(_not_a_boolean)  # on every integer argument, after its Field (or the schema
+# names its bounds ge/le instead of minimum/maximum)
+
+
 def build(config: Config) -> MCPServer[Any]:
     """The server for `config`'s reading list, its tools and resources registered."""
     reading_list = ask.ReadingList(config)
@@ -68,9 +80,9 @@ def build(config: Config) -> MCPServer[Any]:
 
     def search(
         query: Annotated[str, Field(description="Words to find; every word must occur (any script).")],
-        limit: Annotated[int, Field(ge=1, le=ask.SEARCH_MOST, description="At most this many papers.")] = (
-            ask.SEARCH_LIMIT
-        ),
+        limit: Annotated[
+            int, Field(ge=1, le=ask.SEARCH_MOST, description="At most this many papers."), Number
+        ] = ask.SEARCH_LIMIT,
     ) -> CallToolResult:
         return _answer(lambda: reading_list.search(query, limit))
 
@@ -83,6 +95,7 @@ def build(config: Config) -> MCPServer[Any]:
                 le=ask.PAPER_MOST,
                 description="At most this many characters of abstract, notes and annotations together.",
             ),
+            Number,
         ] = ask.PAPER_CHARS,
     ) -> CallToolResult:
         return _answer(lambda: reading_list.get_paper(key, max_chars))
@@ -93,10 +106,10 @@ def build(config: Config) -> MCPServer[Any]:
         ] = None,
         status: Annotated[Literal["read", "unread"] | None, Field(description="Only read or unread.")] = None,
         tag: Annotated[str | None, Field(description="Only papers with this Zotero tag (any case).")] = None,
-        year: Annotated[int | None, Field(description="Only papers of this year.")] = None,
-        limit: Annotated[int, Field(ge=1, le=ask.LIST_MOST, description="At most this many rows.")] = (
-            ask.LIST_LIMIT
-        ),
+        year: Annotated[int | None, Field(description="Only papers of this year."), Number] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=ask.LIST_MOST, description="At most this many rows."), Number
+        ] = ask.LIST_LIMIT,
     ) -> CallToolResult:
         return _answer(lambda: reading_list.list_papers(category, status, tag, year, limit))
 
@@ -106,16 +119,18 @@ def build(config: Config) -> MCPServer[Any]:
             str | None, Field(description="Return only the passages around these words.")
         ] = None,
         max_chars: Annotated[
-            int, Field(ge=1, le=ask.FULLTEXT_MOST, description="At most this many characters of text.")
+            int,
+            Field(ge=1, le=ask.FULLTEXT_MOST, description="At most this many characters of text."),
+            Number,
         ] = ask.FULLTEXT_CHARS,
     ) -> CallToolResult:
         return _answer(lambda: reading_list.get_fulltext(key, query, max_chars))
 
     def related(
         key: Key,
-        limit: Annotated[int, Field(ge=1, le=ask.RELATED_MOST, description="At most this many papers.")] = (
-            ask.RELATED_LIMIT
-        ),
+        limit: Annotated[
+            int, Field(ge=1, le=ask.RELATED_MOST, description="At most this many papers."), Number
+        ] = ask.RELATED_LIMIT,
     ) -> CallToolResult:
         return _answer(lambda: reading_list.related(key, limit))
 
