@@ -98,6 +98,11 @@ def json_safe(text: str) -> str:
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """`1 item`, `2 items`: a count and its noun, singular for one (`plural` when not noun + s)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def closest(word: str, choices: Iterable[str]) -> str | None:
     """The nearest of `choices` to `word`, or None when none is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

@@ -15,6 +15,7 @@ from ..gcpause import bulk_phase
 from ..plan import PullPlan
 from ..sources import Source, open_source
 from ..store import ApplyResult, Store, exclusive_lock
+from ..text import counted
 from .fulltext import TextReport, pull_texts
 from .stores import open_store
 
@@ -62,14 +63,14 @@ class PullReport:
     def _items_summary(self) -> str:
         r = self.result
         if not r.changed and self.reread is not None:
-            return f"re-read {self.reread} items: no changes at library version {self.to_version}"
+            return f"re-read {counted(self.reread, 'item')}: no changes at library version {self.to_version}"
         if not r.changed:
             return f"up to date at library version {self.to_version}"
         start = "first pull" if self.from_version is None else f"library version {self.from_version}"
         return (
-            f"{start} → {self.to_version}: {r.items_added} items added, "
-            f"{r.items_updated} updated, {r.items_removed} removed; {r.collections_changed} collections "
-            f"changed, {r.collections_removed} removed"
+            f"{start} → {self.to_version}: {counted(r.items_added, 'item')} added, "
+            f"{r.items_updated} updated, {r.items_removed} removed; "
+            f"{counted(r.collections_changed, 'collection')} changed, {r.collections_removed} removed"
         )
 
 

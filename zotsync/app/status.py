@@ -23,7 +23,7 @@ from ..processing.enrich.settings import NAME as ENRICH  # its answers make the 
 from ..reconcile import MatchResult
 from ..reconcile.categories import near_duplicates
 from ..store import Store, SyncState
-from ..text import blank
+from ..text import blank, counted
 from .edit import curated_titles
 from .page import Merged, catalogue_first, merge
 from .stores import open_store
@@ -109,9 +109,10 @@ class StatusReport:
         """One line: the page's papers and the catalogue's matches."""
         page = self.catalogue
         return (
-            f"{page.entries} papers in {page.categories} categories ({page.read} read, {page.unread} "
-            f"unread); {page.matched} of {page.curated} curated papers matched, {len(self.unmatched)} "
-            f"unmatched; {self.library.items} items in the library"
+            f"{counted(page.entries, 'paper')} in {counted(page.categories, 'category', 'categories')} "
+            f"({page.read} read, {page.unread} unread); {page.matched} of "
+            f"{counted(page.curated, 'curated paper')} matched, {len(self.unmatched)} unmatched; "
+            f"{counted(self.library.items, 'item')} in the library"
         )
 
 
@@ -381,9 +382,11 @@ def format_text(report: dict[str, Any]) -> str:
     ident = lib["id"] or f"({lib['kind']})"  # a local database has no library id
     lines = [
         f"library: {lib['type']} {ident}{name} from {lib['source']}, "
-        f"version {lib['version']}, last sync {lib['last_sync_at'] or 'never'}; {lib['items']} items "
-        f"({lib['trashed']} in the trash), {lib['collections']} collections",
-        f"catalogue: {cat['entries']} entries in {cat['categories']} categories; read {cat['read']}, "
+        f"version {lib['version']}, last sync {lib['last_sync_at'] or 'never'}; "
+        f"{counted(lib['items'], 'item')} ({lib['trashed']} in the trash), "
+        f"{counted(lib['collections'], 'collection')}",
+        f"catalogue: {counted(cat['entries'], 'entry', 'entries')} in "
+        f"{counted(cat['categories'], 'category', 'categories')}; read {cat['read']}, "
         f"unread {cat['unread']}; {cat['matched']} of the curated papers matched in Zotero",
     ]
     sections = (
