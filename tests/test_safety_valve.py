@@ -136,6 +136,37 @@ def test_force_proceeds_once_and_the_next_run_needs_nothing(demo: Demo) -> None:
     demo.assert_refused(demo.sync(), SEED_ITEMS)
 
 
+@pytest.mark.parametrize("emptied", ["", "# saved half-way\n", "categories: []\n"])
+def test_a_catalogue_emptied_by_accident_leaves_the_exports_as_they_were(demo: Demo, emptied: str) -> None:
+    """A curated page (`scope: curated`) with its catalogue emptied — an editor's crash, a sync
+    conflict — would publish an empty page and drop every note page: the exports wait, the pull goes
+    ahead, and --force publishes it."""
+    config = Path(demo.config)
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("exports:\n", "exports:\n  scope: curated\n", 1),
+        encoding="utf-8",
+    )
+    assert demo.sync("-q").code == 0
+    catalogue = demo.project / "seeds" / "catalog.yaml"
+    exports = state_of(demo.project, demo.store)[1]
+    page = (demo.project / "exports" / "catalog.md").read_text(encoding="utf-8")
+    entries = page.count("\n| ✅") + page.count("\n| ⬜")
+    catalogue.write_text(emptied, encoding="utf-8")
+    for flags in ((), ("--dry-run",)):
+        result = demo.sync(*flags)
+        assert result.code == 1
+        assert result.err.splitlines() == [
+            f"zotsync: error: this sync would empty the page ({entries} entries at the last sync; "
+            "catalog.yaml names no category); the exports are left as they were. If you mean it, run the "
+            "command again with --force"
+        ]
+        assert state_of(demo.project, demo.store)[1] == exports
+    assert demo.run("--config", demo.config, "status").code == 0  # only the exports wait
+    assert demo.sync("-q", "--force").code == 0
+    assert "\n| ✅" not in (demo.project / "exports" / "catalog.md").read_text(encoding="utf-8")
+    assert demo.sync("-q").code == 0  # the page is empty now: nothing more to refuse
+
+
 def test_the_threshold_is_a_share_of_the_page(demo: Demo) -> None:
     # 30% of 64 is 19.2: removing 19 is allowed, 20 is not.
     shutil.copyfile(SEED, demo.project / "seed.json")

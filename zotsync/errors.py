@@ -68,3 +68,7 @@ class TerminatedRun(Interrupted):
 
 class TooMuchRemoval(ZotsyncError):
     """The safety valve: a pull would remove more of the page than `sync.max_removal` allows."""
+
+
+class EmptiedPage(TooMuchRemoval):
+    """The safety valve's other side: a sync would leave the page empty where it had entries."""

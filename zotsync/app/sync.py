@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .. import digest, formats, plan, processing
 from ..catalogue import CatalogueFile
 from ..config import Config
+from ..errors import EmptiedPage
 from ..export.record import ExportRecord, export_inputs
 from ..gcpause import bulk_phase
 from ..model import Catalogue, Placement
@@ -142,7 +143,17 @@ def run_sync(
                 written = unchanged_pages + tuple(remade.written)
                 return done(report, written, processed=processed, removed=tuple(remade.removed))
         catalogue = catalogue or catalogue_file.load()
-        exported = _export_all(config, store, catalogue, catalogue_file.digest, inputs, files, clock, dry_run)
+        exported = _export_all(
+            config,
+            store,
+            catalogue,
+            catalogue_file.digest,
+            inputs,
+            files,
+            clock,
+            dry_run,
+            valve(config, force),
+        )
         # Once the page and its files are gone from memory: the manifest reads the rows anew.
         write_manifest(config.exports.dir, store, dry_run)
     return done(report, tuple(exported.written), processed=processed, removed=tuple(exported.removed))
@@ -164,9 +175,11 @@ def _export_all(
     files: dict[str, FileRecord],
     clock: digest.Clock,
     dry_run: bool = False,
+    max_removal: float | None = None,
 ) -> WriteResult:
     """Every configured format rendered and written, CHANGES.md, the search index's catalogue side, and
-    the export record, last."""
+    the export record, last. With `max_removal` below 1 (the valve on), a page that would come out empty
+    where the last sync's had entries is refused before anything is written (`refuse_emptied_page`)."""
     from ..export.writer import write_exports
     from .changes import page_changes, record_changes
     from .page import export_input, kept_note_pages, merge_for, rows_under
@@ -175,9 +188,11 @@ def _export_all(
 
     names = config.exports.formats
     last = ExportRecord.loads(store.sync_state.export_record)
-    store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
     with bulk_phase():
         merged = merge_for(config, catalogue, store, names)
+        if max_removal is not None and max_removal < 1:
+            refuse_emptied_page(len(merged.page.rows), store.catalogue_rows(), catalogue, config)
+        store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
 
         def under(other: Config) -> tuple[Placement, ...]:  # this sync's page under another config
             return rows_under(other, catalogue, merged.library)
@@ -200,6 +215,23 @@ def _export_all(
     record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
     store.record_export(record.dumps(), result.records, result.made_from)
     return result
+
+
+def refuse_emptied_page(rows: int, previous: list[Any] | None, catalogue: Catalogue, config: Config) -> None:
+    """Raise EmptiedPage when this sync's page has no rows where the last one had at least 3: what a
+    catalogue emptied by accident (an editor's crash, a sync conflict) or a scope changed by mistake does,
+    and what an unattended sync must not publish. The pull before it is kept: only the exports wait."""
+    if rows or previous is None or len(previous) < 3:
+        return
+    why = (
+        f"{config.catalog.name} names no category"
+        if not catalogue.categories
+        else "none of its rows is left on it"
+    )
+    raise EmptiedPage(
+        f"this sync would empty the page ({len(previous)} entries at the last sync; {why}); the exports are "
+        "left as they were. If you mean it, run the command again with --force"
+    )
 
 
 def remake_note_pages(
