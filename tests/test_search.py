@@ -774,6 +774,9 @@ def test_the_command_line(tmp_path: Path, run: Run) -> None:
     ]
     done = run("--config", str(config), "search", "GPUs", "--limit", "1")
     assert done.err == "1 paper (the first; --limit shows more)\n"
+    # a limit past any library's size means all of them, not an overflow of SQLite's integers
+    done = run("--config", str(config), "search", "GPUs", "--limit", "9" * 30)
+    assert done.code == 0 and done.err == "2 papers\n", done.err
     for args, message in [
         (["--", "-!-"], "no word to look for"),
         (["x", "--limit", "0"], "--limit"),

@@ -186,6 +186,17 @@ def cli(ctx: click.Context, **global_options: Any) -> None:
         ctx.exit(0)
 
 
+class _Count(click.IntRange):
+    """A count of papers or works: at least 1; beyond any library's size it means "all" (taken as is,
+    a larger number overflowed SQLite's integers)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return min(super().convert(value, param, ctx), 10**9)
+
+
+COUNT = _Count(min=1)
+
+
 @cli.command("pull")
 @click.option("--full", is_flag=True, help="Re-read the whole library and drop what no longer exists.")
 @click.option("--force", is_flag=True, help="Proceed past the safety valve once (sync.max_removal).")
@@ -395,7 +406,7 @@ def list_command(
 @click.argument("words", metavar="TEXT", nargs=-1, required=True)
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=COUNT,
     default=20,
     show_default=True,
     metavar="N",
@@ -440,15 +451,13 @@ def search_command(state: _State, words: tuple[str, ...], limit: int, fmt: str, 
 @click.option(
     "--min",
     "minimum",
-    type=click.IntRange(min=1),
+    type=COUNT,
     default=3,
     show_default=True,
     metavar="N",
     help="Works cited by at least N of the page's papers.",
 )
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N", help="At most N works."
-)
+@click.option("--limit", type=COUNT, default=20, show_default=True, metavar="N", help="At most N works.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
 @pass_state
 def suggest_command(state: _State, minimum: int, limit: int, fmt: str) -> None:
@@ -475,7 +484,7 @@ def suggest_command(state: _State, minimum: int, limit: int, fmt: str) -> None:
 @click.argument("key")
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=COUNT,
     default=10,
     show_default=True,
     metavar="N",
