@@ -144,6 +144,13 @@ def test_a_paraphrase_finds_the_paper_keywords_miss(run, tmp_path: Path) -> None
     birds = run("--config", str(config), "search", "where do small birds fly in winter", "--format", "json")
     assert birds.code == 0, birds.err  # hybrid: the default once semantic is on
     assert json.loads(birds.out)[0]["zotero_key"] == "BIRDAAAA"
+    # A hit by meaning is placed as a hit by words is: a curated paper in its categories (the catalogue
+    # says so), any other in its collections (these have none).
+    placed = {hit["zotero_key"]: hit["categories"] for hit in json.loads(found.out) + json.loads(birds.out)}
+    assert placed["FUSEAAAA"] == ["Systems"] and placed["BIRDAAAA"] == ["Nature"]
+    assert placed["RATEAAAA"] == ["Unfiled"]
+    related = run("--config", str(config), "related", "BIRDAAAA", "--format", "json")
+    assert {hit["zotero_key"]: hit["categories"] for hit in json.loads(related.out)}["PRTNAAAA"] == ["Nature"]
 
 
 def test_related_lists_the_nearest_papers_never_the_paper_itself(run, tmp_path: Path) -> None:

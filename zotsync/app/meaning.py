@@ -7,6 +7,7 @@ the meaning ranking by reciprocal rank fusion (each paper scores the sum of 1 / 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -128,10 +129,17 @@ def semantic(config: Config, text: str, limit: int) -> list[Related]:
 
 
 def _described(store: Store, found: Sequence[tuple[str, float]]) -> list[Related]:
-    """Each key with its title and collection paths, as search shows them."""
+    """Each key with its title and categories, as the keyword search shows them: a curated paper's
+    categories (the catalogue as the last sync indexed it), else its collection paths."""
     from ..model import Collection, Library
 
-    items = {item.key: item for item in store.items_with_keys([key for key, _ in found])}
+    keys = [key for key, _ in found]
+    items = {item.key: item for item in store.items_with_keys(keys)}
+    curated = {
+        hit.paper: list(dict.fromkeys(c.category for c in hit.curated))
+        for hit in store.index_entries(keys)
+        if hit.curated
+    }
     by_key = {c.key: c for c in store.collections()} if found else {}
     # the paths of the hits' collections alone: a library may have tens of thousands
     wanted: dict[str, Collection] = {}
@@ -146,7 +154,7 @@ def _described(store: Store, found: Sequence[tuple[str, float]]) -> list[Related
         item = items.get(key)
         title = item.title if item is not None else ""
         collections = list(item.collections) if item is not None else []
-        categories = [paths[c] for c in collections if c in paths] or [UNFILED]
+        categories = curated.get(key) or [paths[c] for c in collections if c in paths] or [UNFILED]
         hits.append(Related(key, title, round(score, 4), categories))
     return hits
 
@@ -164,6 +172,14 @@ def search(config: Config, text: str, limit: int, mode: str) -> list[SearchHit]:
     check_length(text)
     if limit < 1:
         raise ConfigError(f"the limit must be 1 or more, not {limit}")
+    words: list[SearchHit] = []
+    if mode != "semantic":
+        from .search import search as keyword
+
+        # The words first: a first search builds the index, whose catalogue side names the categories
+        # of the meaning's hits too. No word to look for: the meaning alone.
+        with contextlib.suppress(ConfigError):
+            words = keyword(config, text, limit * 2)
     try:
         near = semantic(config, text, limit if mode == "semantic" else limit * 2)
     except UnknownWords:
@@ -178,15 +194,7 @@ def search(config: Config, text: str, limit: int, mode: str) -> list[SearchHit]:
         log.warning("searching by words alone (%s)", exc)
         near = []
     as_hits = [_as_hit(hit) for hit in near]
-    if mode == "semantic":
-        return as_hits
-    from .search import search as keyword
-
-    try:
-        words = keyword(config, text, limit * 2)
-    except ConfigError:  # no word to look for: the meaning alone
-        words = []
-    return fuse([words, as_hits], limit)
+    return as_hits if mode == "semantic" else fuse([words, as_hits], limit)
 
 
 def _as_hit(hit: Related) -> SearchHit:
