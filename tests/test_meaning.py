@@ -146,11 +146,32 @@ def test_a_paraphrase_finds_the_paper_keywords_miss(run, tmp_path: Path) -> None
     assert json.loads(birds.out)[0]["zotero_key"] == "BIRDAAAA"
     # A hit by meaning is placed as a hit by words is: a curated paper in its categories (the catalogue
     # says so), any other in its collections (these have none).
-    placed = {hit["zotero_key"]: hit["categories"] for hit in json.loads(found.out) + json.loads(birds.out)}
+    poems = run(
+        "--config", str(config), "search", "odes to nightingales", "--mode", "semantic", "--format", "json"
+    )
+    placed = {
+        hit["zotero_key"]: hit["categories"]
+        for hit in json.loads(found.out) + json.loads(birds.out) + json.loads(poems.out)
+    }
     assert placed["FUSEAAAA"] == ["Systems"] and placed["BIRDAAAA"] == ["Nature"]
-    assert placed["RATEAAAA"] == ["Unfiled"]
+    assert placed["PEMSAAAA"] == ["Unfiled"]
+    # and nothing below the similarity floor: interest rates have nothing to do with any of these
+    assert "RATEAAAA" not in placed
     related = run("--config", str(config), "related", "BIRDAAAA", "--format", "json")
     assert {hit["zotero_key"]: hit["categories"] for hit in json.loads(related.out)}["PRTNAAAA"] == ["Nature"]
+
+
+def test_a_hybrid_search_is_not_padded_with_papers_of_other_subjects(run, tmp_path: Path) -> None:
+    config = project(tmp_path)
+    synced(run, config)
+    found = run("--config", str(config), "search", "swallows", "--limit", "5", "--format", "json")
+    assert found.code == 0, found.err
+    hits = json.loads(found.out)
+    assert hits[0]["zotero_key"] == "BIRDAAAA" and hits[0]["where"] == "abstract"
+    assert len(hits) < 5  # five papers, one about birds
+    for hit in hits[1:]:
+        assert hit["where"] == "meaning", hit
+        assert float(hit["snippet"].removeprefix("similarity ")) >= meaning.SIMILARITY_FLOOR
 
 
 def test_related_lists_the_nearest_papers_never_the_paper_itself(run, tmp_path: Path) -> None:
