@@ -41,6 +41,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 import zotsync  # noqa: E402
+from zotsync import embed  # noqa: E402
 
 TOOLS = {"search", "get_paper", "list_papers", "get_fulltext", "related", "categories"}
 T = TypeVar("T")
@@ -366,6 +367,35 @@ def test_a_bad_question_is_a_tool_error_naming_it_and_the_server_answers_the_nex
     categories, one_row = after
     assert categories == [{"name": "Kernels", "papers": 2, "read": 1, "unread": 1}]
     assert len(one_row) == 1
+
+
+@pytest.mark.skipif(not embed.available(), reason="the semantic extra is not installed")
+def test_search_answers_by_meaning_too_once_it_is_on_as_the_command_line_does(tmp_path: Path) -> None:
+    papers = [
+        api_item("FUSEAAAA", "Operator fusion", abstractNote="Adjacent GPU kernels merged into one."),
+        api_item("BIRDAAAA", "Songbird migration", abstractNote="Warblers cross the Sahara each autumn."),
+        api_item("RATEAAAA", "Interest rates", abstractNote="Central banks and inflation expectations."),
+    ]
+    write_json(tmp_path / "library.json", papers)
+    (tmp_path / "catalog.yaml").write_text("categories: []\n", encoding="utf-8")
+    config = synced(
+        write_config(
+            tmp_path,
+            "source: {type: snapshot, path: library.json}\ncatalog: catalog.yaml\nstore: store.sqlite\n"
+            "exports: {dir: out, language: en}\nsearch: {semantic: true}\n",
+        )
+    )
+    query = "where small birds fly in winter"  # no paper holds these words
+
+    async def conversation(session: ClientSession) -> Any:
+        return await ask(session, "search", query=query, limit=5)
+
+    hits = talk(config, conversation)
+    assert [hit["zotero_key"] for hit in hits] == [
+        hit["zotero_key"] for hit in cli_json(config, "search", query)
+    ]
+    assert hits[0]["zotero_key"] == "BIRDAAAA" and hits[0]["where"] == "meaning"
+    assert "RATEAAAA" not in [hit["zotero_key"] for hit in hits]  # below the similarity floor
 
 
 def test_every_answer_is_capped_and_says_what_it_cut(noted: Path) -> None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..store import Store
     from ..store.ownindex import OwnIndex
     from ..store.searchindex import Curated, IndexHit
+    from .hits import SearchHit
 
 # The store, the catalogue, the page, search and the exporters are imported by the first answer that
 # needs them, not at start: `zotsync mcp` answers `initialize` sooner (bench/bench_mcp.py).
@@ -98,6 +99,8 @@ class ReadingList:
             else:  # nobody ran `zotsync search` yet, which builds it: an index of our own, in memory
                 collections = store.collections()
                 hits = hits_of(query, self._own_search(query, limit + 1), collections)
+        if self.config.search.semantic:
+            hits = self._with_meaning(text, hits, limit + 1)
         cut = ""
         if len(hits) > limit:
             hits = hits[:limit]
@@ -205,6 +208,19 @@ class ReadingList:
         )
         answer = {"zotero_key": key, "attachments": [k for k, _ in texts], "text": text[:max_chars]}
         return Answer(answer, cut)
+
+    def _with_meaning(self, text: str, words: list[SearchHit], limit: int) -> list[SearchHit]:
+        """The keyword hits fused with the meaning's, as `zotsync search` does by default once search by
+        meaning is on; the words alone while it cannot answer (no vector yet, no word the model knows)."""
+        from ..errors import StoreError
+        from . import meaning
+
+        try:
+            near = meaning.semantic(self.config, text, limit * 2)
+        except (ConfigError, StoreError) as exc:
+            log.debug("search by meaning left out: %s", exc)
+            return words
+        return meaning.fuse([words, [meaning.as_hit(hit) for hit in near]], limit)
 
     def related(self, key: str, limit: int = RELATED_LIMIT) -> Answer:
         """The papers closest in meaning to `key` (`zotsync related --format json`), when search by

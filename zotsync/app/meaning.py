@@ -198,11 +198,12 @@ def search(config: Config, text: str, limit: int, mode: str) -> list[SearchHit]:
             raise
         log.warning("searching by words alone (%s)", exc)
         near = []
-    as_hits = [_as_hit(hit) for hit in near]
+    as_hits = [as_hit(hit) for hit in near]
     return as_hits if mode == "semantic" else fuse([words, as_hits], limit)
 
 
-def _as_hit(hit: Related) -> SearchHit:
+def as_hit(hit: Related) -> SearchHit:
+    """A meaning hit as a search hit (`where` is `meaning`, the snippet its similarity)."""
     from .hits import SearchHit
 
     return SearchHit(hit.zotero_key, hit.title, hit.categories, "meaning", f"similarity {hit.score:.2f}", [])
