@@ -119,6 +119,17 @@ def test_a_misspelt_key_gets_a_did_you_mean(places, run) -> None:
     )
 
 
+def test_a_value_out_of_a_list_of_choices_is_named(places, run) -> None:
+    path = demo_config(places["here"], "here")
+    path.write_text(path.read_text(encoding="utf-8") + "exports:\n  formats: [md, cvs]\n", encoding="utf-8")
+    result = run("sync")
+    assert result.code == 2
+    assert result.err == (
+        f"zotsync: error: {Path('zotsync.yaml')}:4: config key 'exports.formats' must list some of md, csv, "
+        "html, bib, atom: 'cvs' is not one of them (did you mean 'csv'?)\n"
+    )
+
+
 def test_a_key_in_the_wrong_section_is_pointed_to_its_place(places, run) -> None:
     path = demo_config(places["here"], "here")
     path.write_text(path.read_text(encoding="utf-8") + "library_id: '123'\n", encoding="utf-8")

@@ -115,7 +115,10 @@ def test_a_plugin_s_format_is_valid_where_a_built_in_one_is(project: Path, plugi
     config = use_formats(project, "md, shelf")
     refused = zotsync(project / "nothing-installed", "--config", config, "sync")
     assert refused.returncode == 2
-    assert "config key 'exports.formats' must list some of md, csv, html, bib, atom" in refused.stderr
+    assert (
+        "config key 'exports.formats' must list some of md, csv, html, bib, atom: 'shelf' is not one of them"
+        in refused.stderr
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from .errors import ConfigError
 from .inputs import absolute
 from .labels import COLUMN_LABELS, COLUMNS, DEFAULT_LANGUAGE, LANGUAGES, LabelError, Labels, labels_for
 from .secrets import register, register_url
+from .text import did_you_mean, one_line
 from .yamlio import load_yaml, text_of, where
 
 if TYPE_CHECKING:
@@ -149,6 +150,18 @@ def names(default: tuple[str, ...], doc: str) -> Any:
     return setting(default, parse, doc, {"type": "array", "items": {"type": "string"}})
 
 
+def _outsider(named: Any, choices: Sequence[str]) -> str:
+    """`: 'pdf' is not one of them` for the first value of a list that `choices` lack, with a near one."""
+    if not isinstance(named, list):
+        return ""
+    odd = next((v for v in named if v not in choices), None)
+    if odd is None:
+        return ""
+    shown = one_line(str(odd))[:40]
+    near = did_you_mean(odd, choices) if isinstance(odd, str) else ""
+    return f": '{shown}' is not one of them{near}"
+
+
 def some_of(default: tuple[str, ...], choices: Sequence[str], doc: str, required: str = "") -> Any:
     """A list of distinct values out of `choices`, in the order written (and holding `required`)."""
 
@@ -157,7 +170,7 @@ def some_of(default: tuple[str, ...], choices: Sequence[str], doc: str, required
             return default
         named = [value] if isinstance(value, str) else value
         if not isinstance(named, list) or not named or any(v not in choices for v in named):
-            raise reading.fail(f"must list some of {', '.join(choices)}")
+            raise reading.fail(f"must list some of {', '.join(choices)}{_outsider(named, choices)}")
         if len(set(named)) != len(named):
             raise reading.fail("names a value twice")
         if required and required not in named:
@@ -345,7 +358,7 @@ def _formats(reading: Reading, value: Any) -> tuple[str, ...]:
     named = list(export_formats.DEFAULT) if value is None else [value] if isinstance(value, str) else value
     known = export_formats.names()
     if not isinstance(named, list) or any(f not in known for f in named):
-        raise reading.fail(f"must list some of {', '.join(known)}")
+        raise reading.fail(f"must list some of {', '.join(known)}{_outsider(named, known)}")
     return tuple(dict.fromkeys(named))
 
 
