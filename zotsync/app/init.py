@@ -4,6 +4,7 @@ or write the bundled demo there. It never writes over a file: when any target ex
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -14,6 +15,8 @@ from .. import sources
 from ..config import CONFIG_NAME
 from ..errors import ConfigError, FileError
 from ..folders import cause, make_folders, remove_folders
+
+log = logging.getLogger("zotsync")
 
 CATALOG_NAME = "catalog.yaml"
 SNAPSHOT_NAME = "zotero-library.json"
@@ -50,6 +53,13 @@ def init(
     source_path = Path(path).expanduser() if path else default_zotero_dir()
     config = config_text(source, library_type, library_id, source_path.absolute())
     written = _write(folder, {CONFIG_NAME: config, CATALOG_NAME: CATALOG_TEMPLATE})
+    if source != "web" and not source_path.exists():  # written anyway: it may be mounted or copied later
+        log.warning(
+            "%s does not exist: the first sync fails until source.path in %s names %s",
+            source_path.absolute(),
+            CONFIG_NAME,
+            "a snapshot file" if source == "snapshot" else "Zotero's data folder or its zotero.sqlite",
+        )
     return Started(folder, written, tuple(next_steps(source, library_id)))
 
 
