@@ -79,7 +79,9 @@ def build(config: Config) -> MCPServer[Any]:
     log.propagate = False
 
     def search(
-        query: Annotated[str, Field(description="Words to find; every word must occur (any script).")],
+        query: Annotated[
+            str, Field(description="Words to find (any script); a hit by words holds every one.")
+        ],
         limit: Annotated[
             int, Field(ge=1, le=ask.SEARCH_MOST, description="At most this many papers."), Number
         ] = ask.SEARCH_LIMIT,
@@ -293,12 +295,14 @@ class _PrepareOnce:
 
 SEARCH = """\
 Full-text search of the reading list and the Zotero library behind it: titles, authors, abstracts, \
-tags, the curator's `why`, and the owner's Zotero notes and PDF annotations. Every word of `query` must \
-occur. Returns a JSON list of papers, best first, one per paper: `zotero_key` (empty for a curated \
-entry with no Zotero item), `title`, `categories` (where the list places it), `where` (the field that \
-matched: title, authors, tags, abstract, why, note, annotation) and `snippet` (one line around the \
-match), `fields` (every field that matched). At most `limit` (default 10, at most 50). Use it first for \
-a topic, a name or a half-remembered title; then `get_paper` for one hit's details."""
+tags, the curator's `why`, and the owner's Zotero notes and PDF annotations. A hit by words holds \
+every word of `query`. Returns a JSON list of papers, best first, one per paper: `zotero_key` (empty \
+for a curated entry with no Zotero item), `title`, `categories` (where the list places it), `where` \
+(the field that matched: title, authors, tags, abstract, why, note, annotation) and `snippet` (one \
+line around the match), `fields` (every field that matched). When the owner turned search by meaning \
+on, papers close in meaning to `query` come too, ranked among the others, even where its words do not \
+occur (`where`: `meaning`, `snippet`: their similarity). At most `limit` (default 10, at most 50). Use \
+it first for a topic, a name or a half-remembered title; then `get_paper` for one hit's details."""
 
 GET_PAPER = """\
 One paper by its `zotero_key`: `title`, `authors`, `year`, `venue`, `doi`, `url`, `categories`, \

@@ -226,7 +226,7 @@ def refuse_emptied_page(rows: int, previous: list[Any] | None, catalogue: Catalo
     why = (
         f"{config.catalog.name} names no category"
         if not catalogue.categories
-        else "none of its rows is left on it"
+        else "the catalogue and exports.scope leave no row on it"
     )
     raise EmptiedPage(
         f"this sync would empty the page ({len(previous)} entries at the last sync; {why}); the exports are "
