@@ -108,26 +108,23 @@ def test_a_named_config_that_is_missing_is_not_replaced_by_another(places, run, 
     assert result.code == 2 and "config file not found: " in result.err and "env" in result.err
 
 
-def test_a_misspelt_key_gets_a_did_you_mean(places, run) -> None:
+@pytest.mark.parametrize(
+    ("exports", "said"),
+    [
+        ("format: [md]", "unknown config key 'exports.format' (did you mean 'exports.formats'?)"),
+        (
+            "formats: [md, cvs]",
+            "config key 'exports.formats' must list some of md, csv, html, bib, atom: 'cvs' is not one of "
+            "them (did you mean 'csv'?)",
+        ),
+    ],
+)
+def test_a_misspelt_key_or_value_gets_a_did_you_mean(places, run, exports: str, said: str) -> None:
     path = demo_config(places["here"], "here")
-    path.write_text(path.read_text(encoding="utf-8") + "exports:\n  format: [md]\n", encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8") + f"exports:\n  {exports}\n", encoding="utf-8")
     result = run("sync")
     assert result.code == 2
-    assert result.err == (
-        f"zotsync: error: {Path('zotsync.yaml')}:4: unknown config key 'exports.format' "
-        "(did you mean 'exports.formats'?)\n"
-    )
-
-
-def test_a_value_out_of_a_list_of_choices_is_named(places, run) -> None:
-    path = demo_config(places["here"], "here")
-    path.write_text(path.read_text(encoding="utf-8") + "exports:\n  formats: [md, cvs]\n", encoding="utf-8")
-    result = run("sync")
-    assert result.code == 2
-    assert result.err == (
-        f"zotsync: error: {Path('zotsync.yaml')}:4: config key 'exports.formats' must list some of md, csv, "
-        "html, bib, atom: 'cvs' is not one of them (did you mean 'csv'?)\n"
-    )
+    assert result.err == f"zotsync: error: {Path('zotsync.yaml')}:4: {said}\n"
 
 
 def test_a_key_in_the_wrong_section_is_pointed_to_its_place(places, run) -> None:
