@@ -24,7 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TypeVar
 
-from .errors import TooMuchRemoval
+from .errors import EmptiedPage, TooMuchRemoval
 from .model import Changes
 
 log = logging.getLogger("zotsync")
@@ -33,6 +33,23 @@ T = TypeVar("T")
 # The safety valve refuses only a removal of at least this many items, so a tiny library can still lose
 # one or two (half of a library of two is not a mass deletion).
 MIN_REFUSED_REMOVAL = 3
+
+
+def raise_if_emptied(before: int | None, max_removal: float | None, why: str) -> None:
+    """The valve's other side, for a page about to come out with no rows where the last sync's had
+    `before` (None: no sync recorded one): a catalogue saved as nothing, a scope changed by mistake. The
+    same rule as a pull's, every row leaving; `why` says what emptied it."""
+    if (
+        max_removal is None
+        or before is None
+        or before < MIN_REFUSED_REMOVAL
+        or before <= max_removal * before
+    ):
+        return
+    raise EmptiedPage(
+        f"this sync would empty the page ({before} entries at the last sync; {why}); the exports are left "
+        "as they were. If you mean it, run the command again with --force"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from .. import digest, formats, plan, processing
 from ..catalogue import CatalogueFile
 from ..config import Config
-from ..errors import EmptiedPage
 from ..export.record import ExportRecord, export_inputs
 from ..gcpause import bulk_phase
 from ..model import Catalogue, Placement
@@ -178,8 +177,8 @@ def _export_all(
     max_removal: float | None = None,
 ) -> WriteResult:
     """Every configured format rendered and written, CHANGES.md, the search index's catalogue side, and
-    the export record, last. With `max_removal` below 1 (the valve on), a page that would come out empty
-    where the last sync's had entries is refused before anything is written (`refuse_emptied_page`)."""
+    the export record, last. A page that would come out empty where the last sync's had rows is refused
+    before anything is written, as `max_removal` (the valve; None: --force) says (`plan.raise_if_emptied`)."""
     from ..export.writer import write_exports
     from .changes import page_changes, record_changes
     from .page import export_input, kept_note_pages, merge_for, rows_under
@@ -190,8 +189,14 @@ def _export_all(
     last = ExportRecord.loads(store.sync_state.export_record)
     with bulk_phase():
         merged = merge_for(config, catalogue, store, names)
-        if max_removal is not None and max_removal < 1:
-            refuse_emptied_page(len(merged.page.rows), store.catalogue_rows(), catalogue, config)
+        if not merged.page.rows:  # the last page's rows are read only then
+            before = store.catalogue_rows()
+            why = (
+                f"{config.catalog.name} names no category"
+                if not catalogue.categories
+                else ("the catalogue and exports.scope leave no row on it")
+            )
+            plan.raise_if_emptied(None if before is None else len(before), max_removal, why)
         store.remember(export_record=None)  # a run that stops half-way leaves no claim behind
 
         def under(other: Config) -> tuple[Placement, ...]:  # this sync's page under another config
@@ -215,23 +220,6 @@ def _export_all(
     record = ExportRecord(inputs, store.generation, store.sync_state.notes_generation)
     store.record_export(record.dumps(), result.records, result.made_from)
     return result
-
-
-def refuse_emptied_page(rows: int, previous: list[Any] | None, catalogue: Catalogue, config: Config) -> None:
-    """Raise EmptiedPage when this sync's page has no rows where the last one had at least 3: what a
-    catalogue emptied by accident (an editor's crash, a sync conflict) or a scope changed by mistake does,
-    and what an unattended sync must not publish. The pull before it is kept: only the exports wait."""
-    if rows or previous is None or len(previous) < 3:
-        return
-    why = (
-        f"{config.catalog.name} names no category"
-        if not catalogue.categories
-        else "the catalogue and exports.scope leave no row on it"
-    )
-    raise EmptiedPage(
-        f"this sync would empty the page ({len(previous)} entries at the last sync; {why}); the exports are "
-        "left as they were. If you mean it, run the command again with --force"
-    )
 
 
 def remake_note_pages(
